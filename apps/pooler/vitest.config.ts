@@ -1,0 +1,10 @@
+import { defineProject } from 'vitest/config';
+
+export default defineProject({
+  resolve: { conditions: ['@quicpool/source'] },
+  ssr: { resolve: { conditions: ['@quicpool/source'] } },
+  test: {
+    name: 'quicpool',
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+  },
+});

@@ -1,0 +1,84 @@
+// The one abstraction every byte of quicpool moves through: a session stream is a Node.js Duplex
+// (node-postgres and postgres.js take one as their socket) that carries exactly one Postgres
+// session, plus metadata saying how it arrived. A TCP connection, a TLS connection and one QUIC
+// stream are all just session streams to the pooler and the client.
+import type { Duplex } from 'node:stream';
+
+export type TransportKind = 'tcp' | 'tls' | 'quic' | 'memory';
+
+/** What TLS negotiated (TLS over TCP, or the TLS 1.3 inside QUIC). */
+export interface TlsDetails {
+  readonly protocol: string | null;
+  /** The ALPN protocol both sides agreed on, or null when none was negotiated. */
+  readonly alpnProtocol: string | null;
+  /** True when the peer's certificate was verified (always true for a client unless insecure mode). */
+  readonly authorized: boolean;
+  readonly servername: string | null;
+}
+
+export interface QuicDetails {
+  /** Hex of the local connection id this stream's connection is routed by. */
+  readonly connectionId: string;
+  readonly streamId: number;
+  /**
+   * True when the peer's first bytes on this stream arrived as 0-RTT early data, which an attacker
+   * can replay. The application decides what it accepts from such a stream (see README).
+   */
+  readonly earlyData: boolean;
+}
+
+export interface SessionInfo {
+  readonly kind: TransportKind;
+  readonly localAddress: string;
+  readonly localPort: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly tls: TlsDetails | null;
+  readonly quic: QuicDetails | null;
+}
+
+/**
+ * A Duplex that behaves like `net.Socket` where it matters: `end()` half-closes (FIN),
+ * `destroy(err)` aborts (RST / RESET_STREAM + STOP_SENDING), a peer reset surfaces as an error
+ * with `code: 'ECONNRESET'`, and losing the underlying connection errors every stream on it.
+ * `setNoDelay`/`setKeepAlive`/`ref`/`unref` exist so drivers that call them on sockets work.
+ */
+export interface SessionStream extends Duplex {
+  readonly info: SessionInfo;
+  setNoDelay(noDelay?: boolean): this;
+  setKeepAlive(enable?: boolean, initialDelay?: number): this;
+  ref(): this;
+  unref(): this;
+}
+
+/** Accepts session streams from peers. */
+export interface SessionListener {
+  readonly kind: TransportKind;
+  /** The bound address (the real port when listening on port 0). */
+  address(): { address: string; port: number };
+  /** Called once for every new session stream. */
+  onSession(handler: (stream: SessionStream) => void): void;
+  /** Stops accepting. `graceful` lets open sessions finish; otherwise they are destroyed. */
+  close(options?: { graceful?: boolean }): Promise<void>;
+}
+
+/** Opens session streams to one peer. */
+export interface SessionDialer {
+  readonly kind: TransportKind;
+  open(): Promise<SessionStream>;
+  close(): Promise<void>;
+}
+
+/** Error codes used on stream errors, matching what `net.Socket` users already handle. */
+export type StreamErrorCode = 'ECONNRESET' | 'ECONNREFUSED' | 'ETIMEDOUT' | 'EPIPE' | 'ECONNABORTED' | 'ERR_TLS_CERT' ;
+
+export class TransportError extends Error {
+  override readonly name = 'TransportError';
+  constructor(
+    message: string,
+    readonly code: StreamErrorCode,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
