@@ -1,8 +1,6 @@
 import { defineProject } from 'vitest/config';
 
 export default defineProject({
-  resolve: { conditions: ['@quicpool/source'] },
-  ssr: { resolve: { conditions: ['@quicpool/source'] } },
   test: {
     name: 'pg-fixture',
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],

@@ -1,1 +1,7 @@
-export {};
+import './vitest-context.js';
+
+export { startPostgres, PostgresServer } from './postgres-server.js';
+export type { PgConnectionInfo, StartPostgresOptions } from './postgres-server.js';
+export { freePort } from './free-port.js';
+export { resolveRunAs } from './binaries.js';
+export type { RunAs } from './binaries.js';

@@ -1,0 +1,62 @@
+// Settings of one backend pool, with the defaults a production pooler would pick. Validation
+// names the setting and what is wrong, so a config loader can point at the offending key.
+export type PoolMode = 'transaction' | 'session';
+
+export interface PoolSettings {
+  /** When a backend is attached to a client: per transaction (default) or for the whole session. */
+  readonly poolMode: PoolMode;
+  /** Backends per (database, user). */
+  readonly poolSize: number;
+  /** Backends kept open even when idle. */
+  readonly minPoolSize: number;
+  /** How long a client may wait for a backend before it gets an error (ms). */
+  readonly queryWaitTimeoutMs: number;
+  /** A backend idle this long is closed (ms), down to minPoolSize. */
+  readonly serverIdleTimeoutMs: number;
+  /** A backend older than this is closed when next released (ms). */
+  readonly serverLifetimeMs: number;
+  /** Run before a session-mode backend is reused. */
+  readonly serverResetQuery: string;
+}
+
+export const DEFAULT_POOL_SETTINGS: PoolSettings = {
+  poolMode: 'transaction',
+  poolSize: 20,
+  minPoolSize: 0,
+  queryWaitTimeoutMs: 120_000,
+  serverIdleTimeoutMs: 600_000,
+  serverLifetimeMs: 3_600_000,
+  serverResetQuery: 'DISCARD ALL',
+};
+
+export class SettingError extends Error {
+  override readonly name = 'SettingError';
+  constructor(readonly key: keyof PoolSettings, message: string) {
+    super(`${key}: ${message}`);
+  }
+}
+
+function wholeNumber(key: keyof PoolSettings, value: number, min: number): void {
+  if (!Number.isInteger(value) || value < min) throw new SettingError(key, `must be a whole number >= ${min}, got ${value}`);
+}
+
+/** Fills defaults and checks every value; throws SettingError naming the first bad key. */
+export function resolvePoolSettings(partial: Partial<PoolSettings> = {}): PoolSettings {
+  const s: PoolSettings = { ...DEFAULT_POOL_SETTINGS, ...partial };
+  switch (s.poolMode) {
+    case 'transaction':
+    case 'session':
+      break;
+    default: {
+      const mode: never = s.poolMode;
+      throw new SettingError('poolMode', `must be 'transaction' or 'session', got ${JSON.stringify(mode)}`);
+    }
+  }
+  wholeNumber('poolSize', s.poolSize, 1);
+  wholeNumber('minPoolSize', s.minPoolSize, 0);
+  if (s.minPoolSize > s.poolSize) throw new SettingError('minPoolSize', `must not exceed poolSize (${s.poolSize}), got ${s.minPoolSize}`);
+  wholeNumber('queryWaitTimeoutMs', s.queryWaitTimeoutMs, 0);
+  wholeNumber('serverIdleTimeoutMs', s.serverIdleTimeoutMs, 0);
+  wholeNumber('serverLifetimeMs', s.serverLifetimeMs, 0);
+  return s;
+}
