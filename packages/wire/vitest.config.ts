@@ -6,5 +6,7 @@ export default defineProject({
   test: {
     name: 'wire',
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    // Property tests run thousands of cases; on a shared 2-core machine that can exceed the 5 s default.
+    testTimeout: 60_000,
   },
 });

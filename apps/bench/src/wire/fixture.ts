@@ -1,0 +1,45 @@
+import { encodeBackend } from '@quicpool/wire';
+
+/**
+ * The backend byte stream Postgres returns for the benchmark query
+ * `SELECT trunc(random() * 100) FROM generate_series(1, 10)` over the simple
+ * query protocol, repeated `queries` times. Synthesized with our encoder in
+ * exactly the real shapes (packages/wire/test/postgres.test.ts checks them byte
+ * for byte against a real PostgreSQL):
+ * RowDescription(one float8 column "trunc", table 0, attnum 0, typlen 8,
+ * typmod -1, text), 10 x DataRow("0".."99"), CommandComplete("SELECT 10"),
+ * ReadyForQuery('I'). Values come from a seeded generator so runs compare.
+ */
+export function selectTruncStream(queries: number, seed = 1): Buffer {
+  let s = seed >>> 0;
+  const rand = (): number => {
+    // xorshift32: deterministic, fast enough.
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x100000000;
+  };
+  const rowDescription = encodeBackend({
+    type: 'RowDescription',
+    fields: [
+      { name: 'trunc', tableOid: 0, columnAttributeNumber: 0, dataTypeOid: 701, dataTypeSize: 8, typeModifier: -1, format: 0 },
+    ],
+  });
+  const commandComplete = encodeBackend({ type: 'CommandComplete', tag: 'SELECT 10' });
+  const readyForQuery = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
+  const parts: Buffer[] = [];
+  for (let q = 0; q < queries; q++) {
+    parts.push(rowDescription);
+    for (let i = 0; i < 10; i++) {
+      const v = String(Math.trunc(rand() * 100));
+      parts.push(encodeBackend({ type: 'DataRow', values: [Buffer.from(v)] }));
+    }
+    parts.push(commandComplete, readyForQuery);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Messages per query in the stream above. */
+export const MESSAGES_PER_QUERY = 13;

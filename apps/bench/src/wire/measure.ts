@@ -1,0 +1,65 @@
+/** Timing helpers for the wire benchmark: interleaved rounds, medians. */
+
+export interface Contender {
+  readonly name: string;
+  /** Decode every chunk once; returns the number of messages seen. */
+  readonly run: (chunks: readonly Buffer[]) => number;
+}
+
+export interface Result {
+  readonly name: string;
+  readonly messagesPerSecond: number;
+  readonly megabytesPerSecond: number;
+  readonly messagesPerPass: number;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/**
+ * Warm every contender up, then run `rounds` rounds; in each round every
+ * contender (in rotating order, so drift and noise hit all alike) decodes the
+ * stream `passes` times. Reports the median round of each.
+ */
+export function measure(
+  contenders: readonly Contender[],
+  chunks: readonly Buffer[],
+  opts: { rounds: number; passes: number; warmupMs: number },
+): Result[] {
+  const bytes = chunks.reduce((n, c) => n + c.length, 0);
+  const counts = contenders.map((c) => c.run(chunks));
+  for (const c of contenders) {
+    const until = performance.now() + opts.warmupMs;
+    while (performance.now() < until) c.run(chunks);
+  }
+  const rates = contenders.map(() => [] as number[]);
+  for (let round = 0; round < opts.rounds; round++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + round) % contenders.length;
+      const c = contenders[i]!;
+      const t0 = performance.now();
+      for (let p = 0; p < opts.passes; p++) c.run(chunks);
+      const seconds = (performance.now() - t0) / 1000;
+      rates[i]!.push(opts.passes / seconds);
+    }
+  }
+  return contenders.map((c, i) => {
+    const passesPerSecond = median(rates[i]!);
+    return {
+      name: c.name,
+      messagesPerPass: counts[i]!,
+      messagesPerSecond: passesPerSecond * counts[i]!,
+      megabytesPerSecond: (passesPerSecond * bytes) / 1e6,
+    };
+  });
+}
+
+export function splitChunks(stream: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  // Copies, like socket reads: each chunk is its own allocation.
+  for (let i = 0; i < stream.length; i += size) out.push(Buffer.from(stream.subarray(i, i + size)));
+  return out;
+}
