@@ -1,0 +1,155 @@
+// `pnpm bench:transport`: what one 200-byte request/response costs over each transport, client
+// and server in separate processes (CPU µs per round trip per side, round trips/s, latency, RSS),
+// and how many round trips a client waits for its first response through a 15 ms WAN, fresh QUIC
+// connection against 0-RTT resumption.
+//   node dist/bin/transport.js [--json] [--duration 3000] [--warmup 1000] [--only tcp,quic,matrixai,first]
+//                              [--matrixai 1x40[,1x1,...]]
+// With --json the last line is one JSON object of the figures. This program also serves as the
+// forked worker of its own runs (WORKER_FLAG, and the QUIC bench's server flag).
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { FirstResponseResult } from '../transport/first-response.js';
+import { measureFirstResponse } from '../transport/first-response.js';
+import type { PingPongResult } from '../transport/pingpong-harness.js';
+import { WORKER_FLAG, runPingPongWorker } from '../transport/pingpong-worker.js';
+import { runMatrixaiPingPong, matrixaiRoles } from '../transport/matrixai-pingpong.js';
+import { SERVER_FLAG, runQuicPingPong, runQuicPingPongServerChild } from '../transport/quic-pingpong.js';
+import { runTcpPingPong, tcpRoles } from '../transport/tcp-pingpong.js';
+
+type Row = PingPongResult;
+
+if (process.argv.includes(WORKER_FLAG)) {
+  runPingPongWorker({ ...tcpRoles, ...matrixaiRoles });
+} else if (process.argv.includes(SERVER_FLAG)) {
+  runQuicPingPongServerChild();
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      json: { type: 'boolean', default: false },
+      duration: { type: 'string', default: '3000' },
+      warmup: { type: 'string', default: '1000' },
+      only: { type: 'string', default: 'tcp,quic,matrixai,first' },
+      // connections x streams for the @matrixai/quic high-level reference (keep streams < 1000).
+      matrixai: { type: 'string', default: '1x40' },
+    },
+  });
+  const durationMs = Number(values.duration);
+  const warmupMs = Number(values.warmup);
+  const only = new Set(values.only.split(','));
+  const script = fileURLToPath(import.meta.url);
+  const rows: Row[] = [];
+  const failures: Array<{ label: string; error: string }> = [];
+  const attempt = async (label: string, run: () => Promise<Row>): Promise<void> => {
+    process.stderr.write(`running ${label} ...\n`);
+    try {
+      rows.push(await run());
+    } catch (error) {
+      failures.push({ label, error: error instanceof Error ? error.message : String(error) });
+    }
+  };
+
+  if (only.has('tcp')) {
+    for (const sockets of [1, 40, 2000]) {
+      await attempt(`tcp ${sockets}`, () => runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: script }));
+    }
+  }
+  if (only.has('quic')) {
+    for (const [connections, streams] of [[1, 1], [1, 40], [50, 40]] as const) {
+      await attempt(`quic ${connections}x${streams}`, async () => {
+        const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: script });
+        return {
+          label: `quic ${r.scenario}`,
+          roundTrips: r.roundTrips,
+          roundTripsPerSec: r.roundTripsPerSec,
+          usPerRtClient: r.clientCpuUsPerRoundTrip,
+          usPerRtServer: r.serverCpuUsPerRoundTrip,
+          p50Us: r.p50Us,
+          p99Us: r.p99Us,
+          rssClientMB: r.clientRssMb,
+          rssServerMB: r.serverRssMb,
+          datagramsPerRt: r.datagramsPerRoundTrip,
+        };
+      });
+    }
+  }
+  if (only.has('matrixai')) {
+    for (const scenario of values.matrixai.split(',')) {
+      const [connections, streams] = scenario.split('x').map(Number);
+      if (connections === undefined || streams === undefined || !(connections > 0) || !(streams > 0)) throw new Error(`bad --matrixai ${scenario}`);
+      await attempt(`matrixai ${scenario}`, () =>
+        runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: script }),
+      );
+    }
+  }
+  let first: FirstResponseResult | null = null;
+  if (only.has('first')) {
+    process.stderr.write('running first response through the WAN emulator ...\n');
+    try {
+      first = await measureFirstResponse(15);
+    } catch (error) {
+      failures.push({ label: 'first response', error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  printTable(rows, durationMs);
+  if (first !== null) {
+    console.log(
+      `\nFirst response through the WAN emulator (${first.configuredOneWayMs} ms one way, measured RTT ${first.measuredRttMs} ms, median of ${first.trials}):` +
+        `\n  fresh QUIC connection: ${first.fullMs} ms = ${first.full} RTT` +
+        `\n  0-RTT resumed:         ${first.zeroRttMs} ms = ${first.zeroRtt} RTT (server saw early data: ${first.serverSawEarlyData})`,
+    );
+  }
+  for (const failure of failures) console.log(`not available: ${failure.label}: ${failure.error}`);
+  if (values.json) console.log(JSON.stringify(summary(rows, first, failures)));
+}
+
+function printTable(rows: Row[], durationMs: number): void {
+  console.log(`Transport ping-pong, 200-byte request/response, client and server in separate processes, ${durationMs} ms window`);
+  const header = ['run', 'rt/s', 'client µs/rt', 'server µs/rt', 'p50 µs', 'p99 µs', 'dgrams/rt', 'client RSS MB', 'server RSS MB'];
+  const lines = rows.map((r) => [
+    r.label,
+    String(r.roundTripsPerSec),
+    r.usPerRtClient.toFixed(1),
+    r.usPerRtServer.toFixed(1),
+    String(r.p50Us),
+    String(r.p99Us),
+    r.datagramsPerRt === null ? '-' : r.datagramsPerRt.toFixed(2),
+    String(r.rssClientMB),
+    String(r.rssServerMB),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((line) => (line[i] ?? '').length)));
+  const format = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
+  console.log(format(header));
+  for (const line of lines) console.log(format(line));
+}
+
+type Figures = { roundTripsPerSec: number; usPerRtClient: number; usPerRtServer: number; p50Us: number; p99Us: number; datagramsPerRt?: number };
+
+function summary(rows: Row[], first: FirstResponseResult | null, failures: Array<{ label: string; error: string }>): object {
+  const group = (prefix: string): Record<string, Figures> => {
+    const out: Record<string, Figures> = {};
+    for (const r of rows) {
+      if (!r.label.startsWith(`${prefix} `)) continue;
+      out[r.label.slice(prefix.length + 1)] = {
+        roundTripsPerSec: r.roundTripsPerSec,
+        usPerRtClient: r.usPerRtClient,
+        usPerRtServer: r.usPerRtServer,
+        p50Us: r.p50Us,
+        p99Us: r.p99Us,
+        ...(r.datagramsPerRt !== null ? { datagramsPerRt: r.datagramsPerRt } : {}),
+      };
+    }
+    return out;
+  };
+  return {
+    quic: group('quic'),
+    tcp: group('tcp'),
+    matrixaiHighLevel: group('matrixai'),
+    firstResponseRtts: first === null ? null : { full: first.full, zeroRtt: first.zeroRtt, measuredRttMs: first.measuredRttMs },
+    notAvailable: failures,
+  };
+}

@@ -1,0 +1,28 @@
+// The generator's only access to time, so tests can drive it with a fake clock.
+import { performance } from 'node:perf_hooks';
+
+export interface Clock {
+  /** Monotonic milliseconds. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const realClock: Clock = {
+  now: () => performance.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+};
+
+/** A clock whose sleep advances time instantly (tests). */
+export class FakeClock implements Clock {
+  constructor(private t = 0) {}
+  now(): number {
+    return this.t;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.t += Math.max(0, ms);
+    await Promise.resolve();
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}

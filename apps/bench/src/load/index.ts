@@ -1,0 +1,14 @@
+export { WORKLOAD_SQL, QueryRejected, failureReasonOf } from './variant.js';
+export type { ClientVariant } from './variant.js';
+export { PooledVariant } from './session-pool.js';
+export type { Session, PooledVariantOptions } from './session-pool.js';
+export { pgPoolVariant } from './pg-pool-variant.js';
+export type { PgPoolVariantOptions } from './pg-pool-variant.js';
+export { openPgSession } from './pg-session.js';
+export { dueBy, offeredTotal, rateAt, RampTicker } from './schedule.js';
+export type { Ramp } from './schedule.js';
+export { runOpenLoop } from './open-loop.js';
+export type { OpenLoopOptions, OpenLoopResult } from './open-loop.js';
+export { runClosedLoop } from './closed-loop.js';
+export { realClock, FakeClock } from './clock.js';
+export type { Clock } from './clock.js';

@@ -1,0 +1,106 @@
+// A node-postgres session (one pg.Client, one TCP connection). Two ways to run a query:
+// - default: what node-postgres does for a query without parameters, the simple Query message,
+//   one round trip;
+// - prepare (--original-exact): what the original benchmark's Rust client did, prepare then execute
+//   as two round trips: Parse+Describe+Sync, wait for ReadyForQuery, then Bind+Execute+Sync. This
+//   is what put the article's TCP plateau at 500 sessions / (2 x RTT). It goes through pg's public
+//   "submittable" extension point (as pg-cursor does), so pg's own state machine stays consistent.
+import pg from 'pg';
+import type { ClientConfig, Connection, Submittable } from 'pg';
+import type { Session } from './session-pool.js';
+
+/** One extended-protocol exchange ending in Sync: settles on ReadyForQuery. */
+class ProtocolStep implements Submittable {
+  private error: unknown = null;
+  readonly done: Promise<void>;
+  private settle: { resolve: () => void; reject: (error: unknown) => void } | null = null;
+
+  constructor(private readonly write: (connection: Connection) => void) {
+    this.done = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+  }
+
+  submit(connection: Connection): void {
+    this.write(connection);
+  }
+
+  // pg calls these by name on the active submittable; rows are read and dropped.
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(): void {}
+
+  handleError(error: unknown): void {
+    this.error = error;
+    // A connection-level error never gets a ReadyForQuery: settle now (a second settle is a no-op).
+    this.finish();
+  }
+
+  handleReadyForQuery(): void {
+    this.finish();
+  }
+
+  private finish(): void {
+    const settle = this.settle;
+    this.settle = null;
+    if (settle === null) return;
+    if (this.error === null) settle.resolve();
+    else settle.reject(this.error);
+  }
+}
+
+function parseDescribe(sql: string): ProtocolStep {
+  return new ProtocolStep((c) => {
+    c.parse({ name: '', text: sql, types: [] }, true);
+    c.describe({ type: 'S', name: '' }, true);
+    c.sync();
+  });
+}
+
+function bindExecute(): ProtocolStep {
+  return new ProtocolStep((c) => {
+    c.bind({ portal: '', statement: '', values: [] }, true);
+    c.execute({ portal: '' }, true); // rows omitted = all rows
+    c.sync();
+  });
+}
+
+export interface PgSessionOptions {
+  config: ClientConfig;
+  /** Prepare every statement: two round trips per query, as the original client. */
+  prepare?: boolean;
+}
+
+/** Opens one session; resolves once authenticated and ready. */
+export async function openPgSession(options: PgSessionOptions): Promise<Session> {
+  const client = new pg.Client(options.config);
+  // A dropped connection must fail its queries, not crash the benchmark with an unhandled 'error'.
+  let broken: unknown = null;
+  client.on('error', (error: unknown) => {
+    broken = error;
+  });
+  await client.connect();
+  const prepare = options.prepare === true;
+  return {
+    async query(sql: string): Promise<void> {
+      if (broken !== null) throw broken;
+      if (prepare) {
+        const first = parseDescribe(sql);
+        client.query(first);
+        await first.done;
+        const second = bindExecute();
+        client.query(second);
+        await second.done;
+        return;
+      }
+      await client.query(sql);
+    },
+    async close(): Promise<void> {
+      await client.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,37 @@
+// What the load generator drives: a "client variant" is one way of reaching Postgres (node-postgres
+// direct, TCP through the pooler, QUIC streams through the pooler...) with its own pool of sessions.
+// The generator knows nothing else about it, so new transports plug in by implementing this.
+import type { FailureReason } from '../telemetry/recorder.js';
+
+/** The original article's workload query. */
+export const WORKLOAD_SQL = 'SELECT trunc(random() * 100) FROM generate_series(1, 10)';
+
+export interface ClientVariant {
+  /** Short label used in CSV file names, charts and the JSON summary (e.g. "tcp", "quic"). */
+  readonly name: string;
+  /** How many sessions (Postgres client sessions) it holds open: TCP sockets or QUIC streams. */
+  readonly sessions: number;
+  /** Opens every session (startup + auth); rejects if any cannot be opened. */
+  open(): Promise<void>;
+  /**
+   * Runs one query, waiting for a free session first (FIFO) if all are busy: the wait is part of
+   * the query's latency. `deadline` is a `performance.now()` instant after which the generator has
+   * already counted the query as failed (timeout): a variant should drop it from its wait queue
+   * rather than run it. Rejects with QueryRejected (queue full, timeout, closed) or a driver error.
+   */
+  query(sql: string, deadline: number): Promise<void>;
+  /** Closes every session; pending queries are rejected. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Why a query did not run; any other rejection counts as 'error'. */
+export class QueryRejected extends Error {
+  constructor(readonly reason: FailureReason) {
+    super(`query rejected: ${reason}`);
+    this.name = 'QueryRejected';
+  }
+}
+
+export function failureReasonOf(error: unknown): FailureReason {
+  return error instanceof QueryRejected ? error.reason : 'error';
+}

@@ -1,0 +1,11 @@
+export { writeReport, buildSummary, timestampDirName } from './write.js';
+export type { WrittenReport, Summary } from './write.js';
+export { renderReport, SIX_PANELS } from './html.js';
+export type { ReportData } from './html.js';
+export { variantFigures, scenarioFigures, headlineRatios } from './figures.js';
+export type { VariantFigures, RatioRow } from './figures.js';
+export { describeMachine, machineLine } from './machine.js';
+export type { MachineDescription } from './machine.js';
+export { findChromium, screenshot, dumpDom, CHROMIUM_MISSING } from './chromium.js';
+export type { ChromiumOutcome } from './chromium.js';
+export { lineChart, pathData, niceStep, escapeXml } from './svg-chart.js';

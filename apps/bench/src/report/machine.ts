@@ -1,0 +1,31 @@
+// What the numbers were measured on: every report and summary carries it, since results from a
+// 2-core shared machine and a 64-core server are not comparable.
+import { cpus, loadavg, release, totalmem, type as osType } from 'node:os';
+
+export interface MachineDescription {
+  cpuModel: string;
+  cores: number;
+  memoryBytes: number;
+  node: string;
+  kernel: string;
+  platform: string;
+  /** 1-minute load average when the run started: on a shared machine, a busy neighbour explains noise. */
+  loadAverage1m: number;
+}
+
+export function describeMachine(): MachineDescription {
+  const list = cpus();
+  return {
+    cpuModel: list[0]?.model.trim() ?? 'unknown',
+    cores: list.length,
+    memoryBytes: totalmem(),
+    node: process.version,
+    kernel: `${osType()} ${release()}`,
+    platform: `${process.platform}-${process.arch}`,
+    loadAverage1m: Number((loadavg()[0] ?? 0).toFixed(2)),
+  };
+}
+
+export function machineLine(m: MachineDescription): string {
+  return `${m.cpuModel}, ${m.cores} cores, ${(m.memoryBytes / 2 ** 30).toFixed(1)} GiB, Node ${m.node}, ${m.kernel}, load average ${m.loadAverage1m} at start`;
+}

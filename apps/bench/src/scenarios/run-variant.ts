@@ -1,0 +1,68 @@
+// Runs one variant under an open-loop ramp with 1 s telemetry, always closing what it opened.
+import { performance } from 'node:perf_hooks';
+import { runOpenLoop } from '../load/open-loop.js';
+import type { Ramp } from '../load/schedule.js';
+import { offeredTotal } from '../load/schedule.js';
+import type { Histogram } from '../telemetry/histogram.js';
+import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
+import type { LatencySummary, ScenarioContext, VariantPlan, VariantRun } from './types.js';
+
+export function latencySummary(h: Histogram): LatencySummary {
+  return {
+    meanUs: Math.round(h.mean),
+    p50Us: h.percentile(50),
+    p90Us: h.percentile(90),
+    p99Us: h.percentile(99),
+    p999Us: h.percentile(99.9),
+    maxUs: h.max,
+  };
+}
+
+export interface LoadRunOptions {
+  scenario: string;
+  plan: VariantPlan;
+  ramp: Ramp;
+  tickMs: number;
+  timeoutMs: number;
+}
+
+export async function runLoadVariant(ctx: ScenarioContext, options: LoadRunOptions): Promise<VariantRun> {
+  const prepared = await options.plan.prepare(ctx);
+  const { variant } = prepared;
+  try {
+    const openStart = performance.now();
+    await variant.open();
+    const openMs = performance.now() - openStart;
+    const recorder = new LoadRecorder();
+    const expectedRows = Math.ceil(options.ramp.durationMs / 1000);
+    const sampler = new TelemetrySampler({
+      recorder,
+      poolerPid: prepared.poolerPid,
+      rttMs: () => prepared.rttMs,
+      onRow: (row, index) => ctx.onProgress({ scenario: options.scenario, variant: variant.name, index, expectedRows, row }),
+    });
+    sampler.start();
+    const result = await runOpenLoop({ variant, recorder, ramp: options.ramp, tickMs: options.tickMs, timeoutMs: options.timeoutMs });
+    const rows = await sampler.stopAtNextSample();
+    const totals = recorder.totals();
+    return {
+      scenario: options.scenario,
+      variant: variant.name,
+      sessions: variant.sessions,
+      rows: [...rows],
+      rampRows: Math.min(rows.length, Math.ceil(result.rampMs / 1000)),
+      offered: offeredTotal(options.ramp),
+      issued: totals.issued,
+      processed: totals.processed,
+      failed: totals.failed,
+      failures: { ...recorder.failures },
+      latency: latencySummary(recorder.total),
+      rttMs: prepared.rttMs,
+      openMs,
+      durationMs: result.durationMs,
+    };
+  } finally {
+    await variant.close();
+    await prepared.dispose();
+  }
+}

@@ -1,0 +1,64 @@
+// The telemetry CSV: the original benchmark's seven columns first, in its order and with its
+// names, so its plotting scripts can read our files, then our additions. Empty cell = not applicable.
+
+export const ORIGINAL_COLUMNS = [
+  'timestamp_ms',
+  'active_number_of_queries',
+  'failed_number_of_queries',
+  'number_of_queries_processed',
+  'average_query_time_us',
+  'cpu_milliseconds',
+  'memory_bytes',
+] as const;
+
+export const EXTRA_COLUMNS = [
+  'p50_us',
+  'p99_us',
+  'max_us',
+  'offered_per_sec',
+  'pooler_cpu_milliseconds',
+  'pooler_rss_bytes',
+  'rtt_ms',
+] as const;
+
+export const CSV_COLUMNS = [...ORIGINAL_COLUMNS, ...EXTRA_COLUMNS] as const;
+
+export type CsvColumn = (typeof CSV_COLUMNS)[number];
+
+/** One telemetry row (one second of one client variant). null = not applicable (empty cell). */
+export type TelemetryRow = { readonly [K in CsvColumn]: number | null };
+
+function cell(value: number | null): string {
+  if (value === null || !Number.isFinite(value)) return '';
+  // Integers stay integers; fractions keep 3 decimals (µs and ms resolution is plenty).
+  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+}
+
+export function csvHeader(): string {
+  return CSV_COLUMNS.join(',');
+}
+
+export function csvLine(row: TelemetryRow): string {
+  return CSV_COLUMNS.map((column) => cell(row[column])).join(',');
+}
+
+/** The whole file: header, one line per row, trailing newline. */
+export function toCsv(rows: readonly TelemetryRow[]): string {
+  return `${[csvHeader(), ...rows.map(csvLine)].join('\n')}\n`;
+}
+
+/** Reads a file written by toCsv back (tests and report regeneration). */
+export function parseCsv(text: string): { header: string[]; rows: Array<Record<string, number | null>> } {
+  const lines = text.split('\n').filter((line) => line.length > 0);
+  const header = (lines[0] ?? '').split(',');
+  const rows = lines.slice(1).map((line) => {
+    const cells = line.split(',');
+    const row: Record<string, number | null> = {};
+    header.forEach((name, i) => {
+      const raw = cells[i] ?? '';
+      row[name] = raw === '' ? null : Number(raw);
+    });
+    return row;
+  });
+  return { header, rows };
+}

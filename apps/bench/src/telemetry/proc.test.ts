@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { ProcDeltaReader, parseStatCpuTicks, parseStatusRssBytes, readProcSample } from './proc.js';
+
+describe('/proc reader', () => {
+  it('parses utime+stime after a command name with spaces and parentheses', () => {
+    const stat = '4242 (my (odd) proc) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 11 0 12345 1000000 2000 18446744073709551615';
+    expect(parseStatCpuTicks(stat)).toBe(325);
+    expect(parseStatCpuTicks('garbage')).toBeNull();
+  });
+
+  it('parses VmRSS in kB', () => {
+    expect(parseStatusRssBytes('Name:\tnode\nVmPeak:\t 999 kB\nVmRSS:\t   81920 kB\nThreads:\t7\n')).toBe(81920 * 1024);
+    expect(parseStatusRssBytes('Name:\tkthread\n')).toBeNull();
+  });
+
+  it.runIf(process.platform === 'linux')('reads this process consistently with Node', () => {
+    const sample = readProcSample(process.pid);
+    expect(sample).not.toBeNull();
+    const rss = process.memoryUsage.rss();
+    expect(sample!.rssBytes).toBeGreaterThan(rss / 2);
+    expect(sample!.rssBytes).toBeLessThan(rss * 2);
+    const cpu = process.cpuUsage();
+    // /proc counts whole ticks (10 ms), Node microseconds: equal within a few ticks.
+    expect(Math.abs(sample!.cpuMs - (cpu.user + cpu.system) / 1000)).toBeLessThan(200);
+    const reader = new ProcDeltaReader(process.pid);
+    const delta = reader.next();
+    expect(delta!.cpuMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('returns null for a process that does not exist', () => {
+    expect(readProcSample(2 ** 22 + 12345)).toBeNull();
+    expect(new ProcDeltaReader(2 ** 22 + 12345).next()).toBeNull();
+  });
+});

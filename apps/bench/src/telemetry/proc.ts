@@ -1,0 +1,76 @@
+// Reads a process's CPU time and resident memory from /proc, the way the original benchmark did,
+// so the pooler (a separate process) can be measured from the load generator. Linux only: on other
+// systems (or when the process is gone) the readers return null and the CSV columns stay empty.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+export interface ProcSample {
+  /** utime + stime, in milliseconds. */
+  cpuMs: number;
+  rssBytes: number;
+}
+
+let clockTicks: number | null = null;
+
+/** Kernel clock ticks per second (USER_HZ), what /proc/<pid>/stat counts CPU time in. */
+export function clockTicksPerSecond(): number {
+  if (clockTicks !== null) return clockTicks;
+  try {
+    const value = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 2000 }).trim());
+    clockTicks = Number.isFinite(value) && value > 0 ? value : 100;
+  } catch {
+    clockTicks = 100; // the value on every mainstream Linux architecture
+  }
+  return clockTicks;
+}
+
+/**
+ * utime+stime in ticks from the text of /proc/<pid>/stat. The command name (field 2) is in
+ * parentheses and may itself contain spaces and parentheses, so fields are counted from the last ')'.
+ */
+export function parseStatCpuTicks(stat: string): number | null {
+  const close = stat.lastIndexOf(')');
+  if (close < 0) return null;
+  // After ") " the first field is field 3 (state); utime is field 14, stime field 15.
+  const fields = stat.slice(close + 2).trim().split(/\s+/);
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
+  return utime + stime;
+}
+
+/** VmRSS in bytes from the text of /proc/<pid>/status. */
+export function parseStatusRssBytes(status: string): number | null {
+  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+  return match === null ? null : Number(match[1]) * 1024;
+}
+
+/** One sample of a process, or null when it cannot be read (gone, not Linux). */
+export function readProcSample(pid: number): ProcSample | null {
+  try {
+    const ticks = parseStatCpuTicks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const rss = parseStatusRssBytes(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    if (ticks === null || rss === null) return null;
+    return { cpuMs: (ticks * 1000) / clockTicksPerSecond(), rssBytes: rss };
+  } catch {
+    return null;
+  }
+}
+
+/** Turns successive samples of one process into per-interval CPU deltas. */
+export class ProcDeltaReader {
+  private last: ProcSample | null;
+
+  constructor(readonly pid: number) {
+    this.last = readProcSample(pid);
+  }
+
+  /** CPU milliseconds since the previous call, and the current RSS; null when unreadable. */
+  next(): { cpuMs: number; rssBytes: number } | null {
+    const now = readProcSample(this.pid);
+    if (now === null) return null;
+    const previous = this.last ?? now;
+    this.last = now;
+    return { cpuMs: Math.max(0, now.cpuMs - previous.cpuMs), rssBytes: now.rssBytes };
+  }
+}

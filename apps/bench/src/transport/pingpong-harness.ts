@@ -1,0 +1,110 @@
+// The parent side of a ping-pong benchmark: forks a server worker and a client worker (the same
+// bench program, started with WORKER_FLAG), lets the client warm up, then measures one window:
+// round trips counted by the client, CPU and RSS reported by each side for that window.
+import type { ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import type { FromWorker, PingPongConfig, ToWorker, WindowReport } from './pingpong-worker.js';
+import { WORKER_FLAG } from './pingpong-worker.js';
+
+export interface PingPongResult {
+  label: string;
+  roundTrips: number;
+  roundTripsPerSec: number;
+  /** CPU time (user + system) per round trip, client process and server process. */
+  usPerRtClient: number;
+  usPerRtServer: number;
+  p50Us: number;
+  p99Us: number;
+  rssClientMB: number;
+  rssServerMB: number;
+  /** Datagrams both sides sent per round trip, when the roles count them (UDP-based), else null. */
+  datagramsPerRt: number | null;
+}
+
+export interface HarnessOptions {
+  label: string;
+  /** The built bench program to fork (it must call runPingPongWorker when given WORKER_FLAG). */
+  workerScript: string;
+  serverRole: string;
+  clientRole: string;
+  config: Omit<PingPongConfig, 'port'>;
+  durationMs: number;
+  warmupMs: number;
+}
+
+class Worker {
+  private readonly child: ChildProcess;
+  constructor(script: string, name: string) {
+    // BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the workers.
+    const execArgv = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
+    this.child = fork(script, [WORKER_FLAG, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+  }
+
+  request<K extends FromWorker['t']>(message: ToWorker, want: K): Promise<Extract<FromWorker, { t: K }>> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (reply: FromWorker): void => {
+        if (reply.t === 'failed') finish(() => reject(new Error(`worker failed: ${reply.message}`)));
+        else if (reply.t === want) finish(() => resolve(reply as Extract<FromWorker, { t: K }>));
+      };
+      const onExit = (code: number | null): void => finish(() => reject(new Error(`worker exited (${code}) waiting for ${want}`)));
+      const finish = (settle: () => void): void => {
+        this.child.off('message', onMessage);
+        this.child.off('exit', onExit);
+        settle();
+      };
+      this.child.on('message', onMessage);
+      this.child.once('exit', onExit);
+      this.child.send(message);
+    });
+  }
+
+  async exit(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = once(this.child, 'exit');
+    if (this.child.connected) this.child.send({ t: 'exit' } satisfies ToWorker);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+const MB = 1024 * 1024;
+
+export async function runForkedPingPong(options: HarnessOptions): Promise<PingPongResult> {
+  const server = new Worker(options.workerScript, options.serverRole);
+  const client = new Worker(options.workerScript, options.clientRole);
+  try {
+    const { port } = await server.request({ t: 'init', role: options.serverRole, config: options.config }, 'ready');
+    await client.request({ t: 'init', role: options.clientRole, config: { ...options.config, port } }, 'ready');
+    await new Promise((resolve) => setTimeout(resolve, options.warmupMs));
+    await server.request({ t: 'start' }, 'started');
+    await client.request({ t: 'start' }, 'started');
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, options.durationMs));
+    const clientReport: WindowReport = await client.request({ t: 'stop' }, 'stopped');
+    const elapsedMs = performance.now() - started;
+    const serverReport: WindowReport = await server.request({ t: 'stop' }, 'stopped');
+    const rts = Math.max(1, clientReport.roundTrips);
+    return {
+      label: options.label,
+      roundTrips: clientReport.roundTrips,
+      roundTripsPerSec: Math.round((clientReport.roundTrips * 1000) / elapsedMs),
+      usPerRtClient: round1(clientReport.cpuUs / rts),
+      usPerRtServer: round1(serverReport.cpuUs / rts),
+      p50Us: clientReport.p50Us,
+      p99Us: clientReport.p99Us,
+      rssClientMB: Math.round(clientReport.rssBytes / MB),
+      rssServerMB: Math.round(serverReport.rssBytes / MB),
+      datagramsPerRt:
+        clientReport.datagramsSent === null || serverReport.datagramsSent === null
+          ? null
+          : Math.round(((clientReport.datagramsSent + serverReport.datagramsSent) / rts) * 100) / 100,
+    };
+  } finally {
+    await Promise.all([client.exit(), server.exit()]);
+  }
+}
+
+const round1 = (x: number): number => Math.round(x * 10) / 10;

@@ -1,0 +1,105 @@
+// What this machine can do at best, to put the QUIC ping-pong figures in context:
+// - quiche alone: two raw quiche connections wired back to back in memory (no sockets), the
+//   same 200-byte request/response on `streams` streams, CPU per round trip per side;
+// - Node UDP alone: two dgram sockets in this process bouncing 200-byte datagrams, `streams`
+//   in flight, CPU per datagram (= per round trip per side).
+import { randomBytes } from 'node:crypto';
+import dgram from 'node:dgram';
+import { quiche } from '@matrixai/quic/native/index.js';
+import type { Config } from '@matrixai/quic/native/index.js';
+import { generateDevCertificates } from '@quicpool/transport';
+
+export interface FloorResult {
+  quicheUsPerRoundTripPerSide: number;
+  udpUsPerDatagramPerSide: number;
+}
+
+function configure(c: Config): Config {
+  c.setApplicationProtos(['pgsql/3']);
+  c.setInitialMaxStreamsBidi(1000);
+  c.setInitialMaxData(16 * 1024 * 1024);
+  c.setInitialMaxStreamDataBidiLocal(1024 * 1024);
+  c.setInitialMaxStreamDataBidiRemote(1024 * 1024);
+  c.setMaxIdleTimeout(30_000);
+  return c;
+}
+
+export async function quicheFloor(streams: number, rounds = 2000): Promise<number> {
+  const certs = await generateDevCertificates({ names: ['localhost'] });
+  const enc = new TextEncoder();
+  const sc = configure(quiche.Config.withBoringSslCtx(false, false, null, [enc.encode(certs.keyPem)], [enc.encode(certs.certPem)], null));
+  const cc = configure(quiche.Config.withBoringSslCtx(false, false, null, null, null, null));
+  const a = { host: '127.0.0.1', port: 1 };
+  const b = { host: '127.0.0.1', port: 2 };
+  const c = quiche.Connection.connect('localhost', randomBytes(8), a, b, cc);
+  const s = quiche.Connection.accept(randomBytes(8), null, b, a, sc);
+  const bufs = Array.from({ length: streams + 8 }, () => Buffer.allocUnsafeSlow(1500));
+  const lens: number[] = [];
+  const rb = new Uint8Array(65536);
+  const ia = { from: a, to: b };
+  const ib = { from: b, to: a };
+  const xfer = (from: typeof c, to: typeof c, info: typeof ia): void => {
+    lens.length = 0;
+    for (;;) {
+      const r = from.send(bufs[lens.length]!);
+      if (r === null || lens.length === bufs.length - 1) break;
+      lens.push(r[0]);
+    }
+    for (let i = 0; i < lens.length; i++) to.recv(bufs[i]!.subarray(0, lens[i]), info);
+  };
+  for (let i = 0; i < 10; i++) {
+    xfer(c, s, ia);
+    xfer(s, c, ib);
+  }
+  const payload = Buffer.alloc(200, 0x61);
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < rounds; i++) {
+    for (let k = 0; k < streams; k++) c.streamSend(k * 4, payload, false);
+    xfer(c, s, ia);
+    for (let k = 0; k < streams; k++) {
+      s.streamRecv(k * 4, rb);
+      s.streamSend(k * 4, payload, false);
+    }
+    xfer(s, c, ib);
+    for (let k = 0; k < streams; k++) c.streamRecv(k * 4, rb);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  return (cpu.user + cpu.system) / (rounds * streams) / 2;
+}
+
+export async function udpFloor(inFlight: number, durationMs = 1500): Promise<number> {
+  const open = (): Promise<dgram.Socket> =>
+    new Promise((resolve) => {
+      const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20, sendBufferSize: 4 << 20 });
+      s.bind(0, '127.0.0.1', () => resolve(s));
+    });
+  const x = await open();
+  const y = await open();
+  await new Promise<void>((r) => x.connect(y.address().port, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => y.connect(x.address().port, '127.0.0.1', () => r()));
+  const payload = Buffer.alloc(200, 0x61);
+  let n = 0;
+  let running = true;
+  x.on('message', () => {
+    n++;
+    if (running) x.send(payload);
+  });
+  y.on('message', () => {
+    n++;
+    if (running) y.send(payload);
+  });
+  for (let i = 0; i < inFlight; i++) x.send(payload);
+  await new Promise((r) => setTimeout(r, 300));
+  const n0 = n;
+  const cpu0 = process.cpuUsage();
+  await new Promise((r) => setTimeout(r, durationMs));
+  const cpu = process.cpuUsage(cpu0);
+  const dgrams = n - n0;
+  running = false;
+  await new Promise((r) => setTimeout(r, 50));
+  x.close();
+  y.close();
+  // Each datagram costs one send on one side and one receive on the other: per side per round
+  // trip (one datagram each way) that is the CPU of one send + one receive.
+  return (cpu.user + cpu.system) / Math.max(1, dgrams);
+}

@@ -1,0 +1,198 @@
+// 200-byte request/response ping-pong over the lean QUIC endpoint, client and server in separate
+// processes so each side's CPU is its own. The parent is the client; the server is a forked
+// child that answers every byte it receives (an echo) and reports its CPU and counters over IPC.
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
+import type { SessionStream } from '@quicpool/transport';
+
+export interface QuicPingPongOptions {
+  connections: number;
+  streamsPerConnection: number;
+  /** Measured window, after warm-up. */
+  durationMs?: number;
+  warmupMs?: number;
+  payloadBytes?: number;
+  /** Script to fork as the server: it must call `runQuicPingPongServerChild()` when started with SERVER_FLAG. */
+  serverScript: string;
+}
+
+export interface QuicPingPongResult {
+  scenario: string;
+  connections: number;
+  streams: number;
+  roundTrips: number;
+  roundTripsPerSec: number;
+  clientCpuUsPerRoundTrip: number;
+  serverCpuUsPerRoundTrip: number;
+  /** Datagrams in both directions per round trip (request + response = 2 at best). */
+  datagramsPerRoundTrip: number;
+  p50Us: number;
+  p99Us: number;
+  clientRssMb: number;
+  serverRssMb: number;
+}
+
+export const SERVER_FLAG = '--quic-pingpong-server';
+
+type ToChild = { t: 'listen'; cert: string; key: string } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
+type FromChild =
+  | { t: 'listening'; port: number }
+  | { t: 'started' }
+  | { t: 'stopped'; cpuUs: number; datagramsOut: number; datagramsIn: number; rss: number };
+
+/** Entry point of the forked server process. */
+export function runQuicPingPongServerChild(): void {
+  let listener: QuicListener | null = null;
+  let cpu0 = process.cpuUsage();
+  let out0 = 0;
+  let in0 = 0;
+  const send = (m: FromChild): void => void process.send?.(m);
+  process.on('message', (m: ToChild) => {
+    switch (m.t) {
+      case 'listen':
+        void QuicListener.listen({ cert: m.cert, key: m.key, maxStreamsPerConnection: 1000 }).then((l) => {
+          listener = l;
+          l.onSession((s: SessionStream) => {
+            s.on('error', () => {});
+            s.on('data', (d: Buffer) => s.write(d));
+            s.on('end', () => s.end());
+          });
+          send({ t: 'listening', port: l.address().port });
+        });
+        break;
+      case 'start': {
+        const st = listener?.stats();
+        out0 = st?.datagramsOut ?? 0;
+        in0 = st?.datagramsIn ?? 0;
+        cpu0 = process.cpuUsage();
+        send({ t: 'started' });
+        break;
+      }
+      case 'stop': {
+        const cpu = process.cpuUsage(cpu0);
+        const st = listener?.stats();
+        send({
+          t: 'stopped', cpuUs: cpu.user + cpu.system,
+          datagramsOut: (st?.datagramsOut ?? 0) - out0, datagramsIn: (st?.datagramsIn ?? 0) - in0,
+          rss: process.memoryUsage().rss,
+        });
+        break;
+      }
+      case 'exit':
+        void (listener?.close({ graceful: false }) ?? Promise.resolve()).then(() => process.exit(0));
+        break;
+      default: {
+        const never: never = m;
+        throw new Error(`unknown message ${JSON.stringify(never)}`);
+      }
+    }
+  });
+}
+
+function request(child: ChildProcess, m: ToChild, want: FromChild['t']): Promise<FromChild> {
+  return new Promise((resolve, reject) => {
+    const onMsg = (r: FromChild): void => {
+      if (r.t !== want) return;
+      child.off('message', onMsg);
+      child.off('exit', onExit);
+      resolve(r);
+    };
+    const onExit = (code: number | null): void => reject(new Error(`server child exited (${code})`));
+    child.on('message', onMsg);
+    child.once('exit', onExit);
+    child.send(m);
+  });
+}
+
+export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPingPongResult> {
+  const durationMs = opts.durationMs ?? 3000;
+  const warmupMs = opts.warmupMs ?? 1000;
+  const size = opts.payloadBytes ?? 200;
+  const certs = await generateDevCertificates({ names: ['localhost'] });
+  const child = fork(opts.serverScript, [SERVER_FLAG], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const dialer = { current: null as QuicDialer | null };
+  try {
+    const l = await request(child, { t: 'listen', cert: certs.certPem, key: certs.keyPem }, 'listening');
+    if (l.t !== 'listening') throw new Error('unexpected reply');
+    const d = new QuicDialer({
+      host: '127.0.0.1', port: l.port, serverName: 'localhost', ca: certs.caPem, connections: opts.connections,
+    });
+    dialer.current = d;
+    const total = opts.connections * opts.streamsPerConnection;
+    const streams = await Promise.all(Array.from({ length: total }, () => d.open()));
+
+    const payload = Buffer.alloc(size, 0x61);
+    let counting = false;
+    let running = true;
+    let roundTrips = 0;
+    const lat = new Float64Array(2_000_000);
+    let nLat = 0;
+    for (const s of streams) {
+      let got = 0;
+      let sentAt = performance.now();
+      s.on('error', () => {});
+      s.on('data', (chunk: Buffer) => {
+        got += chunk.length;
+        while (got >= size) {
+          got -= size;
+          const now = performance.now();
+          if (counting) {
+            roundTrips++;
+            if (nLat < lat.length) lat[nLat++] = now - sentAt;
+          }
+          if (!running) return;
+          sentAt = now;
+          s.write(payload);
+        }
+      });
+      s.write(payload);
+    }
+    await new Promise((r) => setTimeout(r, warmupMs));
+    await request(child, { t: 'start' }, 'started');
+    const st0 = await d.stats();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    counting = true;
+    await new Promise((r) => setTimeout(r, durationMs));
+    counting = false;
+    const elapsed = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const st1 = await d.stats();
+    const rtsCounted = roundTrips;
+    const srv = await request(child, { t: 'stop' }, 'stopped');
+    if (srv.t !== 'stopped') throw new Error('unexpected reply');
+    running = false;
+    const clientRss = process.memoryUsage().rss;
+
+    const sorted = lat.subarray(0, nLat).sort();
+    const pct = (p: number): number => (nLat === 0 ? 0 : sorted[Math.min(nLat - 1, Math.floor(p * nLat))]! * 1000);
+    const rt = Math.max(1, rtsCounted);
+    return {
+      scenario: `${opts.connections}x${opts.streamsPerConnection}`,
+      connections: opts.connections,
+      streams: total,
+      roundTrips: rtsCounted,
+      roundTripsPerSec: Math.round((rtsCounted * 1000) / elapsed),
+      clientCpuUsPerRoundTrip: round1((cpu.user + cpu.system) / rt),
+      serverCpuUsPerRoundTrip: round1(srv.cpuUs / rt),
+      // Every datagram is counted once: what the client sent plus what the server sent.
+      datagramsPerRoundTrip: round2((st1.datagramsOut - st0.datagramsOut + srv.datagramsOut) / rt),
+      p50Us: Math.round(pct(0.5)),
+      p99Us: Math.round(pct(0.99)),
+      clientRssMb: Math.round(clientRss / 1048576),
+      serverRssMb: Math.round(srv.rss / 1048576),
+    };
+  } finally {
+    await dialer.current?.close({ graceful: false });
+    if (child.exitCode === null) {
+      child.send({ t: 'exit' } satisfies ToChild);
+      await Promise.race([once(child, 'exit'), new Promise((r) => setTimeout(r, 2000))]);
+      if (child.exitCode === null) child.kill();
+    }
+  }
+}
+
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+const round2 = (x: number): number => Math.round(x * 100) / 100;

@@ -1,0 +1,177 @@
+// Options for the lean QUIC endpoint and their translation into quiche `Config` objects.
+// Every default is chosen for the pooler's traffic: many small request/response sessions per
+// connection, a handful of connections per client, loopback-to-WAN round trips.
+import { randomBytes } from 'node:crypto';
+import { rootCertificates } from 'node:tls';
+import { quiche } from '@matrixai/quic/native/index.js';
+import type { Config } from '@matrixai/quic/native/index.js';
+import type { QuicTicketStore } from './tickets.js';
+
+/** ALPN identifier of the public draft mapping of Postgres protocol 3 onto QUIC. */
+export const DEFAULT_ALPN = 'pgsql/3';
+
+/** Settings shared by both sides. */
+export interface QuicCommonOptions {
+  /** ALPN protocols offered/accepted, most preferred first. Default `['pgsql/3']`. */
+  alpn?: readonly string[];
+  /** Idle timeout in ms (quiche closes a silent connection after it). Default 30,000. 0 = none. */
+  idleTimeoutMs?: number;
+  /** Send an ack-eliciting PING when nothing was sent for this long (ms). 0 = off. */
+  keepAliveMs?: number;
+  /** Connection-level receive window in bytes. Default 16 MiB. */
+  initialMaxData?: number;
+  /** Per-stream receive window in bytes. Default 1 MiB. */
+  initialMaxStreamData?: number;
+  /** Congestion control: 'cubic' (default), 'reno' or 'bbr' (bbr2 is rejected by this build). */
+  congestionControl?: 'cubic' | 'reno' | 'bbr';
+  /** UDP socket receive and send buffer size. Default 4 MiB (208 KB drops packets at 2,000 streams). */
+  socketBufferBytes?: number;
+  /** Bytes a stream may hold beyond what quiche accepted before `write()` callbacks are deferred. */
+  pendingWriteLimit?: number;
+  /**
+   * How long (ms) an ACK for received data may wait for the application's reply so both leave in
+   * one datagram. Default 1; 0 sends every ACK at the end of the turn it became due.
+   */
+  ackDelayMs?: number;
+}
+
+export interface QuicServerOptions extends QuicCommonOptions {
+  /** Certificate chain, PEM (leaf first). */
+  cert: string | Uint8Array;
+  /** Private key of the leaf certificate, PEM. */
+  key: string | Uint8Array;
+  host?: string;
+  port?: number;
+  /** Concurrent client-initiated bidirectional streams per connection. Default 1,000. */
+  maxStreamsPerConnection?: number;
+  /** Connections accepted at once; further Initial packets are dropped. Default 10,000. */
+  maxConnections?: number;
+  /**
+   * 48 bytes that encrypt session tickets. Keep them stable (and secret) across restarts so
+   * resumed clients keep their 0-RTT; a random key per process is used when absent.
+   */
+  ticketKey?: Uint8Array;
+  /** Accept 0-RTT early data. Default true. */
+  enableEarlyData?: boolean;
+  /**
+   * What happens to streams whose first bytes arrive as 0-RTT early data (see README):
+   * 'accept' (default) hands them out at once with `info.quic.earlyData = true`;
+   * 'defer' withholds them until the handshake is confirmed, so replayed data never surfaces.
+   */
+  earlyData?: 'accept' | 'defer';
+  /**
+   * Validate client addresses with a stateless Retry before creating any state (costs one round
+   * trip per new connection; use under spoofed-Initial floods). Default false.
+   */
+  retry?: boolean;
+}
+
+export interface QuicClientOptions extends QuicCommonOptions {
+  /** DNS name the server certificate must carry (SAN); also sent as SNI. */
+  serverName: string;
+  /** CA bundle (PEM) to verify the server with; Node's bundled root CAs when absent. */
+  ca?: string | Uint8Array;
+  /** Skip certificate verification entirely. Only for throwaway development set-ups. */
+  dangerouslySkipVerify?: boolean;
+  /** Offer 0-RTT when a session ticket is known. Default true. */
+  enableEarlyData?: boolean;
+}
+
+export interface QuicClientEndpointOptions extends QuicClientOptions {
+  /** Server address (an IP; the certificate is checked against `serverName`). */
+  host: string;
+  port: number;
+  /** Local address to bind; default the wildcard of the server's family. */
+  localHost?: string;
+  /** Where resumption tickets live; a private store when absent. */
+  tickets?: QuicTicketStore;
+}
+
+export interface ResolvedCommon {
+  alpn: readonly string[];
+  idleTimeoutMs: number;
+  keepAliveMs: number;
+  initialMaxData: number;
+  initialMaxStreamData: number;
+  congestionControl: 'cubic' | 'reno' | 'bbr';
+  socketBufferBytes: number;
+  pendingWriteLimit: number;
+  ackDelayMs: number;
+}
+
+export function resolveCommon(o: QuicCommonOptions, role: 'client' | 'server'): ResolvedCommon {
+  const alpn = o.alpn ?? [DEFAULT_ALPN];
+  if (alpn.length === 0) throw new RangeError('alpn must name at least one protocol');
+  return {
+    alpn,
+    idleTimeoutMs: o.idleTimeoutMs ?? 30_000,
+    // A client keeps NAT bindings and the server's idle timer alive; servers never need to.
+    keepAliveMs: o.keepAliveMs ?? (role === 'client' ? 10_000 : 0),
+    initialMaxData: o.initialMaxData ?? 16 * 1024 * 1024,
+    initialMaxStreamData: o.initialMaxStreamData ?? 1024 * 1024,
+    congestionControl: o.congestionControl ?? 'cubic',
+    socketBufferBytes: o.socketBufferBytes ?? 4 * 1024 * 1024,
+    pendingWriteLimit: o.pendingWriteLimit ?? 64 * 1024,
+    ackDelayMs: o.ackDelayMs ?? 1,
+  };
+}
+
+const enc = new TextEncoder();
+const toBytes = (v: string | Uint8Array): Uint8Array => (typeof v === 'string' ? enc.encode(v) : v);
+
+function applyCommon(cfg: Config, c: ResolvedCommon): void {
+  cfg.setApplicationProtos([...c.alpn]);
+  cfg.setMaxIdleTimeout(c.idleTimeoutMs);
+  cfg.setMaxRecvUdpPayloadSize(quiche.MAX_DATAGRAM_SIZE);
+  cfg.setMaxSendUdpPayloadSize(quiche.MAX_DATAGRAM_SIZE);
+  cfg.setInitialMaxData(c.initialMaxData);
+  cfg.setInitialMaxStreamDataBidiLocal(c.initialMaxStreamData);
+  cfg.setInitialMaxStreamDataBidiRemote(c.initialMaxStreamData);
+  cfg.setInitialMaxStreamDataUni(0);
+  cfg.setInitialMaxStreamsUni(0);
+  cfg.setCcAlgorithmName(c.congestionControl);
+  // Path migration (a client's NAT rebinding) must keep working.
+  cfg.setDisableActiveMigration(false);
+  cfg.setActiveConnectionIdLimit(4);
+  cfg.grease(true);
+}
+
+export interface BuiltServerConfig {
+  config: Config;
+  maxStreamsPerConnection: number;
+  maxConnections: number;
+  earlyData: 'accept' | 'defer';
+  retry: boolean;
+}
+
+export function buildServerConfig(o: QuicServerOptions, common: ResolvedCommon): BuiltServerConfig {
+  const config = quiche.Config.withBoringSslCtx(false, false, null, [toBytes(o.key)], [toBytes(o.cert)], null);
+  applyCommon(config, common);
+  const maxStreams = o.maxStreamsPerConnection ?? 1000;
+  config.setInitialMaxStreamsBidi(maxStreams);
+  const ticketKey = o.ticketKey ?? randomBytes(48);
+  if (ticketKey.length !== 48) throw new RangeError('ticketKey must be 48 bytes');
+  config.setTicketKey(ticketKey);
+  if (o.enableEarlyData ?? true) config.enableEarlyData();
+  return {
+    config,
+    maxStreamsPerConnection: maxStreams,
+    maxConnections: o.maxConnections ?? 10_000,
+    earlyData: o.earlyData ?? 'accept',
+    retry: o.retry ?? false,
+  };
+}
+
+let systemCaPem: Uint8Array | undefined;
+
+export function buildClientConfig(o: QuicClientOptions, common: ResolvedCommon): Config {
+  const verify = o.dangerouslySkipVerify !== true;
+  // BoringSSL in this binding has no system store wired in: "system CAs" means Node's bundle.
+  const ca = verify ? (o.ca !== undefined ? toBytes(o.ca) : (systemCaPem ??= enc.encode(rootCertificates.join('\n')))) : null;
+  const config = quiche.Config.withBoringSslCtx(verify, false, ca, null, null, null);
+  applyCommon(config, common);
+  // The server never opens streams towards the client.
+  config.setInitialMaxStreamsBidi(0);
+  if (o.enableEarlyData ?? true) config.enableEarlyData();
+  return config;
+}

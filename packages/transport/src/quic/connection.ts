@@ -1,0 +1,423 @@
+// One QUIC connection: the quiche state machine plus the streams on it. The endpoint feeds it
+// datagrams (`receive`) and, once per event-loop turn, asks it to do its stream work (`service`)
+// before draining quiche's outgoing packets; the connection never touches the socket itself.
+import { EventEmitter } from 'node:events';
+import type { Connection, Host, RecvInfo } from '@matrixai/quic/native/index.js';
+import { TransportError } from '../session-stream.js';
+import { AppError, connectionClosedError } from './errors.js';
+import { QuicSessionStream, quicSessionInfo } from './stream.js';
+import type { StreamHost } from './stream.js';
+import { SeenIds, isCollected } from './stream-ids.js';
+import { LazyTimer } from './timer.js';
+
+/** What a connection needs from its endpoint. */
+export interface ConnectionHost {
+  readonly scratch: Uint8Array;
+  readonly pendingWriteLimit: number;
+  /** Something local (a write, a timer, a close) needs packets sent in the next flush. */
+  markDirty(c: QuicConnection): void;
+  /** A datagram arrived: service the connection; its ACK may wait briefly for a reply. */
+  markReceived(c: QuicConnection): void;
+  /** The connection reached quiche's closed state: drop its routes and timers. */
+  connectionClosed(c: QuicConnection): void;
+  /** Address this endpoint is bound to (for SessionInfo). */
+  localAddress(): { address: string; port: number };
+}
+
+export interface ConnectionInit {
+  role: 'client' | 'server';
+  cidHex: string;
+  local: Host;
+  remote: Host;
+  serverName: string | null;
+  earlyDataPolicy: 'accept' | 'defer';
+  /** Client: a session ticket was set, so data written before the handshake goes out as 0-RTT. */
+  resuming: boolean;
+  /** The peer's certificate was verified (client with verification on; servers see no client cert). */
+  authorized: boolean;
+}
+
+interface OpenWaiter {
+  resolve(s: QuicSessionStream): void;
+  reject(e: Error): void;
+}
+
+/** Limit on `open()` calls waiting for stream credit, so a stuck peer cannot grow memory. */
+const MAX_OPEN_WAITERS = 100_000;
+
+export class QuicConnection extends EventEmitter implements StreamHost {
+  readonly streams = new Map<number, QuicSessionStream>();
+  /** Set by the endpoint while the connection is queued for the next flush. */
+  dirty = false;
+  /** Something other than received packets wants a send in the next flush. */
+  wantSend = false;
+  /** Endpoint's delayed-ACK timer for this connection, if armed. */
+  ackTimer: NodeJS.Timeout | null = null;
+  /** Endpoint bookkeeping: routing keys of this connection's CIDs. */
+  readonly routeKeys: number[] = [];
+  lastSendAt = 0;
+  ticketPolled = false;
+  readonly pendingWriteLimit: number;
+  readonly scratch: Uint8Array;
+  private readonly blocked = new Set<QuicSessionStream>();
+  /** Smoothed number of streams that had data per flush (chooses polling vs iterating). */
+  private activeEstimate = 0;
+  private readonly seen = new SeenIds();
+  private nextLocalStreamId = 0;
+  private waiters: OpenWaiter[] = [];
+  private established = false;
+  private failed: TransportError | null = null;
+  private closedLocally: TransportError | null = null;
+  private finalized = false;
+  private draining = false;
+  private estWaiters: Array<{ resolve(): void; reject(e: Error): void }> = [];
+  private closeWaiters: Array<() => void> = [];
+  private readonly timer: LazyTimer;
+  private rxHost = '';
+  private rxPort = -1;
+  private rxInfo: RecvInfo;
+  /** Emitted when a peer opens a stream (server side). */
+  onStream: ((s: QuicSessionStream) => void) | null = null;
+
+  constructor(
+    private readonly ep: ConnectionHost,
+    readonly q: Connection,
+    readonly init: ConnectionInit,
+  ) {
+    super();
+    this.pendingWriteLimit = ep.pendingWriteLimit;
+    this.scratch = ep.scratch;
+    this.rxInfo = { from: init.remote, to: init.local };
+    this.timer = new LazyTimer(
+      () => this.q.timeout(),
+      () => {
+        this.q.onTimeout();
+        this.ep.markDirty(this);
+      },
+    );
+  }
+
+  get isEstablished(): boolean {
+    return this.established;
+  }
+  /** Client: the server accepted our session ticket (resumption, 0-RTT possible). */
+  get isResumed(): boolean {
+    return this.q.isResumed();
+  }
+  get isClosed(): boolean {
+    return this.finalized;
+  }
+  /** Why the connection failed or closed, once it has. */
+  get error(): TransportError | null {
+    return this.failed;
+  }
+
+  // --- endpoint-facing ------------------------------------------------------------------------
+
+  /** One datagram for this connection; false when quiche rejected it. */
+  receive(msg: Buffer, fromHost: string, fromPort: number): boolean {
+    if (fromPort !== this.rxPort || fromHost !== this.rxHost) {
+      // A new path (first packet, or the peer's address changed: migration). Allocate only then.
+      this.rxHost = fromHost;
+      this.rxPort = fromPort;
+      this.rxInfo = { from: { host: fromHost, port: fromPort }, to: this.init.local };
+    }
+    let ok = true;
+    try {
+      this.q.recv(msg, this.rxInfo);
+    } catch {
+      // Undecryptable or invalid packets are dropped by quiche; fatal errors (TlsFail) close the
+      // connection, which `afterSend` notices through isDraining/isClosed.
+      ok = false;
+    }
+    if (!this.established && this.init.role === 'server') this.handshakeStep();
+    this.ep.markReceived(this);
+    return ok;
+  }
+
+  /** Server, during the handshake: streams that show up now arrived in 0-RTT early data. */
+  private handshakeStep(): void {
+    if (this.q.isEstablished()) {
+      this.onEstablished();
+      return;
+    }
+    if (this.init.earlyDataPolicy === 'accept' && this.q.isInEarlyData() && this.q.isReadable()) this.discover(true);
+  }
+
+  /** Stream work of one flush: read what arrived, retry blocked writes. */
+  service(): void {
+    if (this.finalized) return;
+    const q = this.q;
+    if (!this.established && q.isEstablished()) this.onEstablished();
+    if (q.isReadable()) {
+      // Polling a stream costs ~0.5 µs per known stream, the readable() iterator ~3.5 µs per
+      // readable stream: poll while most streams are busy, iterate when most are idle (a pooler
+      // connection with hundreds of idle sessions).
+      let active = 0;
+      if (this.streams.size > 7 * this.activeEstimate + 4) {
+        active = this.readViaIterator();
+      } else {
+        for (const s of this.streams.values()) {
+          if (s.readEnded || s.paused || !q.streamReadable(s.id)) continue;
+          active++;
+          s.pollRead();
+        }
+        // Still readable: a stream we do not know yet (server side), or a paused consumer.
+        // Before the handshake completes, anything new can only have come as 0-RTT early data.
+        if (this.init.role === 'server' && q.isReadable()) this.discover(!this.established);
+      }
+      this.activeEstimate = (this.activeEstimate * 3 + active) / 4;
+    }
+    if (this.blocked.size > 0) {
+      for (const s of this.blocked) if (!s.flushWrites()) this.blocked.delete(s);
+    }
+    if (this.waiters.length > 0) this.grantWaiters();
+  }
+
+  /** After the endpoint drained quiche's packets: state changes, timer. */
+  afterSend(now: number): void {
+    const q = this.q;
+    const closed = q.isClosed();
+    if (!this.draining && (closed || q.isDraining())) {
+      this.draining = true;
+      this.fail();
+    }
+    if (closed) {
+      this.finalize();
+      return;
+    }
+    if (this.closedLocally !== null) this.emit('serviced');
+    this.timer.update(now);
+  }
+
+  // --- StreamHost -----------------------------------------------------------------------------
+
+  markDirty(): void {
+    this.ep.markDirty(this);
+  }
+  writeBlocked(s: QuicSessionStream): void {
+    this.blocked.add(s);
+  }
+  readPaused(_s: QuicSessionStream, paused: boolean): void {
+    // A paused stream stays readable in quiche; nothing to count: polling skips it by its flag.
+    void paused;
+  }
+  forget(s: QuicSessionStream): void {
+    if (this.streams.get(s.id) !== s) return;
+    this.streams.delete(s.id);
+    this.blocked.delete(s);
+    this.emit('streamClosed', s);
+    this.ep.markDirty(this);
+  }
+  handshakeConfirmed(): Promise<void> {
+    if (this.established) return Promise.resolve();
+    if (this.failed !== null) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => this.estWaiters.push({ resolve, reject }));
+  }
+
+  // --- streams --------------------------------------------------------------------------------
+
+  /** Reads the streams quiche reports readable, discovering new peer streams on the way. */
+  private readViaIterator(): number {
+    let active = 0;
+    let unknown = false;
+    for (const id of this.q.readable()) {
+      const s = this.streams.get(id);
+      if (s === undefined) unknown = true;
+      else if (!s.readEnded && !s.paused) {
+        active++;
+        s.pollRead();
+      }
+    }
+    if (unknown && this.init.role === 'server') this.discover(!this.established);
+    return active;
+  }
+
+  /** Server: create session streams for peer streams quiche reports that we have not seen. */
+  private discover(early: boolean): void {
+    if (this.init.earlyDataPolicy === 'defer' && !this.established) return;
+    for (const id of this.q.readable()) {
+      if (this.streams.has(id) || this.seen.has(id)) continue;
+      // Only client-initiated bidirectional streams carry sessions (ids 0, 4, 8 ...).
+      if ((id & 3) !== 0) continue;
+      this.seen.add(id);
+      const s = this.newStream(id, early);
+      s.pollRead();
+      if (this.onStream !== null && !s.destroyed) this.onStream(s);
+      else if (this.onStream === null) s.destroy();
+    }
+  }
+
+  private newStream(id: number, early: boolean): QuicSessionStream {
+    const local = this.ep.localAddress();
+    const remote = this.rxPort >= 0 ? { host: this.rxHost, port: this.rxPort } : this.init.remote;
+    const p = this.q.applicationProto();
+    const info = quicSessionInfo({
+      local, remote, id, early,
+      alpn: p.length === 0 ? null : Buffer.from(p).toString('latin1'),
+      authorized: this.init.authorized, serverName: this.init.serverName, cidHex: this.init.cidHex,
+    });
+    const s = new QuicSessionStream(this, id, info);
+    this.streams.set(id, s);
+    return s;
+  }
+
+  /** Open streams plus `open()` calls still waiting: how busy this connection is. */
+  get load(): number {
+    return this.streams.size + this.waiters.length;
+  }
+
+  /** Streams the peer still lets us open right now. */
+  streamCredit(): number {
+    if (this.failed !== null || this.closedLocally !== null) return 0;
+    return this.q.peerStreamsLeftBidi();
+  }
+
+  /** Client: a new stream now, or null when the peer has granted no credit (yet). */
+  tryOpenStream(): QuicSessionStream | null {
+    if (this.streamCredit() <= 0) return null;
+    const id = this.nextLocalStreamId;
+    // An empty write makes quiche create the stream, which consumes the credit at once, so our
+    // count and quiche's never disagree (a StreamLimit error would poison the connection).
+    this.q.streamSend(id, new Uint8Array(0), false);
+    this.nextLocalStreamId += 4;
+    // quiche derives its 0-RTT keys only with the first flight, so ask "are we resuming?" rather
+    // than isInEarlyData(): the flag means "offered as early data" (the server may reject it).
+    return this.newStream(id, !this.established && this.init.resuming);
+  }
+
+  /** Client: a new stream, waiting for the handshake or for stream credit when needed. */
+  openStream(): Promise<QuicSessionStream> {
+    if (this.failed !== null) return Promise.reject(this.failed);
+    if (this.closedLocally !== null) return Promise.reject(this.closedLocally);
+    if (this.waiters.length === 0) {
+      const s = this.tryOpenStream();
+      if (s !== null) return Promise.resolve(s);
+    }
+    if (this.waiters.length >= MAX_OPEN_WAITERS) {
+      return Promise.reject(new TransportError('too many QUIC streams waiting for credit', 'ECONNREFUSED'));
+    }
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  private grantWaiters(): void {
+    let i = 0;
+    while (i < this.waiters.length) {
+      const s = this.tryOpenStream();
+      if (s === null) break;
+      this.waiters[i++]!.resolve(s);
+    }
+    if (i > 0) this.waiters.splice(0, i);
+  }
+
+  // --- closing --------------------------------------------------------------------------------
+
+  private onEstablished(): void {
+    this.established = true;
+    // The last handshake flight (client Finished, server HANDSHAKE_DONE) must not wait for the
+    // delayed-ACK timer.
+    this.wantSend = true;
+    const w = this.estWaiters;
+    this.estWaiters = [];
+    for (const x of w) x.resolve();
+    this.emit('established');
+  }
+
+  /**
+   * Graceful: refuse new streams, wait for open ones to finish, then CONNECTION_CLOSE(NO_ERROR).
+   * Forced: CONNECTION_CLOSE now; every open stream errors with ECONNABORTED.
+   */
+  async close(options: { graceful?: boolean; reason?: string } = {}): Promise<void> {
+    if (this.finalized) return;
+    const graceful = options.graceful ?? true;
+    this.closedLocally ??= new TransportError(options.reason ?? 'QUIC connection closed locally', 'ECONNABORTED');
+    if (graceful && this.failed === null) {
+      // Wait until every stream is finished AND quiche has collected it (its data acknowledged):
+      // after close() quiche sends nothing but CONNECTION_CLOSE, so unacked replies would be lost.
+      const lingering = new Set(this.streams.keys());
+      const linger = (st: QuicSessionStream): void => void lingering.add(st.id);
+      this.on('streamClosed', linger);
+      await new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (!this.finalized) {
+            if (this.streams.size > 0) return;
+            for (const id of lingering) if (isCollected(this.q, id)) lingering.delete(id);
+            if (lingering.size > 0) return;
+          }
+          this.off('serviced', check);
+          this.off('closed', check);
+          this.off('streamClosed', linger);
+          resolve();
+        };
+        this.on('serviced', check);
+        this.on('closed', check);
+        check();
+      });
+    }
+    if (this.finalized) return;
+    const code = graceful ? AppError.NoError : AppError.Shutdown;
+    try {
+      this.q.close(true, code, Buffer.from(options.reason ?? (graceful ? 'bye' : 'shutdown')));
+    } catch {
+      /* already closing */
+    }
+    if (!graceful) this.fail();
+    this.ep.markDirty(this);
+    await this.closedPromise();
+  }
+
+  /** Give up at once without telling the peer (it is unreachable): every user sees `err`. */
+  abort(err: TransportError): void {
+    if (this.finalized) return;
+    this.closedLocally ??= err;
+    this.finalize();
+  }
+
+  closedPromise(): Promise<void> {
+    if (this.finalized) return Promise.resolve();
+    return new Promise((resolve) => this.closeWaiters.push(resolve));
+  }
+
+  /** Every open stream, waiter and handshake promise learns the connection is gone. */
+  private fail(): void {
+    if (this.failed !== null) return;
+    const q = this.q;
+    this.failed = connectionClosedError(
+      {
+        timedOut: q.isTimedOut(),
+        local: this.closedLocally !== null ? null : q.localError(),
+        peer: q.peerError(),
+        closedLocally: this.closedLocally,
+        established: this.established,
+      },
+      this.init.serverName,
+    );
+    const err = this.failed;
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    this.blocked.clear();
+    for (const s of streams) s.connectionLost(err);
+    const w = this.waiters;
+    this.waiters = [];
+    for (const x of w) x.reject(err);
+    const e = this.estWaiters;
+    this.estWaiters = [];
+    for (const x of e) x.reject(err);
+    this.emit('failed', err);
+  }
+
+  /** quiche is done with the connection (or the endpoint is going away without waiting). */
+  finalize(): void {
+    if (this.finalized) return;
+    this.fail();
+    this.finalized = true;
+    this.timer.cancel();
+    if (this.ackTimer !== null) clearTimeout(this.ackTimer);
+    this.ackTimer = null;
+    this.ep.connectionClosed(this);
+    const w = this.closeWaiters;
+    this.closeWaiters = [];
+    for (const r of w) r();
+    this.emit('closed');
+  }
+}

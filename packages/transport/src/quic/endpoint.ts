@@ -1,0 +1,365 @@
+// The UDP side: one socket, datagrams routed to connections by destination connection id, and
+// all work of an event-loop turn batched into ONE flush per dirty connection (setImmediate), so
+// that ACKs leave together with the replies the application wrote in the same turn.
+import type dgram from 'node:dgram';
+import { quiche } from '@matrixai/quic/native/index.js';
+import type { Config, Header, Host } from '@matrixai/quic/native/index.js';
+import { TransportError } from '../session-stream.js';
+import { buildClientConfig, buildServerConfig, resolveCommon } from './config.js';
+import type { BuiltServerConfig, QuicClientEndpointOptions, QuicServerOptions, ResolvedCommon } from './config.js';
+import { QuicConnection } from './connection.js';
+import type { ConnectionHost } from './connection.js';
+import { CID_LEN, cidHex, newCid, routeKey } from './routing/cid.js';
+import { QuicTicketStore, ticketKeyOf } from './tickets.js';
+import { closeSocket, defaultBindHost, openSocket } from './routing/udp.js';
+import { RetryTokens } from './routing/retry.js';
+import { decideInitial } from './routing/accept.js';
+import { Flusher } from './flusher.js';
+
+export type { QuicClientEndpointOptions } from './config.js';
+
+export interface QuicEndpointStats {
+  connections: number;
+  streams: number;
+  datagramsIn: number;
+  datagramsOut: number;
+  /** Datagrams for no known connection (or unparsable), dropped silently. */
+  datagramsDropped: number;
+  bytesIn: number;
+  bytesOut: number;
+  handshakes: number;
+  socketErrors: number;
+  /** Server with `retry: true`: Retry packets sent (address validation round trips). */
+  retriesSent: number;
+  /** Datagrams routed to a connection that quiche refused (undecryptable, invalid, too late). */
+  datagramsRejected: number;
+}
+
+
+type Role =
+  | { kind: 'server'; built: BuiltServerConfig }
+  | { kind: 'client'; config: Config; opts: QuicClientEndpointOptions; tickets: QuicTicketStore; ticketKey: string };
+
+export class QuicEndpoint implements ConnectionHost {
+  readonly connections = new Set<QuicConnection>();
+  readonly scratch = new Uint8Array(64 * 1024);
+  readonly pendingWriteLimit: number;
+  /** Server: called for every accepted connection. */
+  onConnection: ((c: QuicConnection) => void) | null = null;
+  private readonly routes = new Map<number, QuicConnection>();
+  /** Server: client-chosen original DCIDs, used by its Initial packets until it learns ours. */
+  private readonly initialRoutes = new Map<string, QuicConnection>();
+  private readonly odcidOf = new Map<QuicConnection, string>();
+  private readonly flusher: Flusher;
+  private readonly counters = {
+    datagramsIn: 0, datagramsDropped: 0, bytesIn: 0, handshakes: 0, socketErrors: 0,
+    retriesSent: 0, datagramsRejected: 0,
+  };
+  private readonly retryTokens = new RetryTokens();
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private closing: Promise<void> | null = null;
+  private forced = false;
+  private accepting = true;
+  private readonly localHost: Host;
+
+  private constructor(
+    private socket: dgram.Socket,
+    private readonly role: Role,
+    private readonly common: ResolvedCommon,
+    private readonly connected: boolean,
+  ) {
+    this.pendingWriteLimit = common.pendingWriteLimit;
+    this.flusher = new Flusher(common.ackDelayMs, (buf, len, to) => {
+      if (this.connected) this.socket.send(buf, 0, len);
+      else this.socket.send(buf, 0, len, to.port, to.host);
+    }, (c, now) => this.afterSend(c, now));
+    const a = socket.address();
+    this.localHost = { host: a.address, port: a.port };
+    this.attach(socket);
+    const sweepEvery = common.keepAliveMs > 0 ? Math.max(50, common.keepAliveMs / 2) : 5_000;
+    this.sweepTimer = setInterval(this.sweep, sweepEvery);
+    this.sweepTimer.unref();
+  }
+
+  /** A server endpoint listening on `host:port` (default 127.0.0.1, port 0 = any free port). */
+  static async server(opts: QuicServerOptions): Promise<QuicEndpoint> {
+    const common = resolveCommon(opts, 'server');
+    const built = buildServerConfig(opts, common);
+    const host = opts.host ?? '127.0.0.1';
+    const socket = await openSocket(host, opts.port ?? 0, common.socketBufferBytes, null);
+    return new QuicEndpoint(socket, { kind: 'server', built }, common, false);
+  }
+
+  /** A client endpoint whose socket is connected to one server. */
+  static async client(opts: QuicClientEndpointOptions): Promise<QuicEndpoint> {
+    const common = resolveCommon(opts, 'client');
+    const config = buildClientConfig(opts, common);
+    const localHost = opts.localHost ?? defaultBindHost(opts.host);
+    const socket = await openSocket(localHost, 0, common.socketBufferBytes, { host: opts.host, port: opts.port });
+    const tickets = opts.tickets ?? new QuicTicketStore();
+    const ticketKey = ticketKeyOf(opts.host, opts.port, opts.serverName);
+    return new QuicEndpoint(socket, { kind: 'client', config, opts, tickets, ticketKey }, common, true);
+  }
+
+  address(): { address: string; port: number } {
+    return { address: this.localHost.host, port: this.localHost.port };
+  }
+  localAddress(): { address: string; port: number } {
+    return this.address();
+  }
+
+  stats(): QuicEndpointStats {
+    let streams = 0;
+    for (const c of this.connections) streams += c.streams.size;
+    const { datagramsOut, bytesOut } = this.flusher;
+    return { connections: this.connections.size, streams, ...this.counters, datagramsOut, bytesOut };
+  }
+
+  /** Client: start a new connection (resuming with 0-RTT when a ticket is known). */
+  connect(): QuicConnection {
+    if (this.role.kind !== 'client') throw new Error('connect() needs a client endpoint');
+    if (this.closing !== null) throw new TransportError('QUIC endpoint is closed', 'ECONNABORTED');
+    const { opts, config, tickets, ticketKey } = this.role;
+    const { cid, key } = newCid(this.routes);
+    const remote: Host = { host: opts.host, port: opts.port };
+    const q = quiche.Connection.connect(opts.serverName, cid, this.localHost, remote, config);
+    const ticket = (opts.enableEarlyData ?? true) ? tickets.get(ticketKey) : undefined;
+    let resuming = false;
+    if (ticket !== undefined) {
+      try {
+        q.setSession(ticket);
+        resuming = true;
+      } catch {
+        tickets.delete(ticketKey); // unparsable: forget it, do a full handshake
+      }
+    }
+    const c = new QuicConnection(this, q, {
+      role: 'client', cidHex: cidHex(cid), local: this.localHost, remote,
+      serverName: opts.serverName, earlyDataPolicy: 'accept', resuming,
+      authorized: opts.dangerouslySkipVerify !== true,
+    });
+    this.routes.set(key, c);
+    c.routeKeys.push(key);
+    this.connections.add(c);
+    this.counters.handshakes++;
+    this.markDirty(c);
+    return c;
+  }
+
+  /**
+   * Client: move to a fresh UDP socket (new local port), as a NAT rebinding would. Connections
+   * keep running; the server sees their packets arrive from a new address and migrates the path.
+   */
+  async rebind(): Promise<void> {
+    if (this.role.kind !== 'client') throw new Error('rebind() needs a client endpoint');
+    const { opts } = this.role;
+    const old = this.socket;
+    const bindHost = opts.localHost ?? defaultBindHost(opts.host);
+    this.socket = await openSocket(bindHost, 0, this.common.socketBufferBytes, { host: opts.host, port: opts.port });
+    this.attach(this.socket);
+    old.removeAllListeners('message');
+    await closeSocket(old);
+  }
+
+  /** The port the socket is really bound to now (changes after `rebind`). */
+  socketPort(): number {
+    return this.socket.address().port;
+  }
+
+  // --- receive path ---------------------------------------------------------------------------
+
+  private attach(socket: dgram.Socket): void {
+    socket.on('message', this.onMessage);
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      this.counters.socketErrors++;
+      // A client's connected socket reports ICMP port unreachable as ECONNREFUSED: nobody
+      // listens there. Fail connections still handshaking now instead of after the idle timeout.
+      // Established ones ignore it (ICMP is unauthenticated; QUIC recovers or times out).
+      if (err.code !== 'ECONNREFUSED' || this.role.kind !== 'client') return;
+      for (const c of this.connections) {
+        if (!c.isEstablished) c.abort(new TransportError(`no QUIC server answers at ${this.role.opts.host}:${this.role.opts.port}`, 'ECONNREFUSED'));
+      }
+    });
+  }
+
+  private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => {
+    this.counters.datagramsIn++;
+    this.counters.bytesIn += msg.length;
+    let c: QuicConnection | undefined;
+    if ((msg[0]! & 0x80) === 0) {
+      // Short header: our DCID starts right after the first byte.
+      if (msg.length > CID_LEN) c = this.routes.get(routeKey(msg, 1));
+    } else {
+      c = this.routeLong(msg, rinfo);
+    }
+    if (c === undefined) {
+      this.counters.datagramsDropped++;
+      return;
+    }
+    if (!c.receive(msg, rinfo.address, rinfo.port)) this.counters.datagramsRejected++;
+  };
+
+  private routeLong(msg: Buffer, rinfo: dgram.RemoteInfo): QuicConnection | undefined {
+    let hdr: Header;
+    try {
+      hdr = quiche.Header.fromSlice(msg, CID_LEN);
+    } catch {
+      return undefined;
+    }
+    const dcid = hdr.dcid;
+    let c = dcid.length === CID_LEN ? this.routes.get(routeKey(dcid, 0)) : undefined;
+    if (c !== undefined) return c;
+    if (this.role.kind !== 'server') return undefined;
+    const odcid = cidHex(dcid);
+    c = this.initialRoutes.get(odcid);
+    if (c !== undefined) return c;
+    if (hdr.ty !== quiche.Type.Initial) return undefined;
+    return this.accept(hdr, msg, rinfo, odcid, this.role.built);
+  }
+
+  private accept(hdr: Header, msg: Buffer, rinfo: dgram.RemoteInfo, odcid: string, built: BuiltServerConfig): QuicConnection | undefined {
+    if (!this.accepting || this.connections.size >= built.maxConnections) return undefined;
+    const d = decideInitial(hdr, msg.length, rinfo, built.retry, this.routes, this.retryTokens);
+    switch (d.kind) {
+      case 'drop':
+        return undefined;
+      case 'negotiate':
+      case 'retry': {
+        const out = this.flusher.nextBuffer();
+        const n = d.kind === 'negotiate'
+          ? quiche.negotiateVersion(hdr.scid, hdr.dcid, out)
+          : quiche.retry(hdr.scid, hdr.dcid, d.newScid, d.token, hdr.version, out);
+        this.socket.send(out, 0, n, rinfo.port, rinfo.address);
+        if (d.kind === 'retry') this.counters.retriesSent++;
+        return undefined;
+      }
+      case 'accept':
+        break;
+      default: {
+        const never: never = d;
+        throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+      }
+    }
+    const remote: Host = { host: rinfo.address, port: rinfo.port };
+    const q = quiche.Connection.accept(d.scid, d.odcid, this.localHost, remote, built.config);
+    const c = new QuicConnection(this, q, {
+      role: 'server', cidHex: cidHex(d.scid), local: this.localHost, remote,
+      serverName: null, earlyDataPolicy: built.earlyData, resuming: false, authorized: false,
+    });
+    this.routes.set(d.key, c);
+    c.routeKeys.push(d.key);
+    this.initialRoutes.set(odcid, c);
+    this.odcidOf.set(c, odcid);
+    this.connections.add(c);
+    this.counters.handshakes++;
+    this.onConnection?.(c);
+    return c;
+  }
+
+  // --- flush path (see flusher.ts) -------------------------------------------------------------
+
+  markDirty(c: QuicConnection): void {
+    this.flusher.markDirty(c);
+  }
+
+  markReceived(c: QuicConnection): void {
+    this.flusher.markReceived(c);
+  }
+
+  private afterSend(c: QuicConnection, now: number): void {
+    c.afterSend(now);
+    if (c.isClosed || !c.isEstablished) return;
+    const odcid = this.odcidOf.get(c);
+    if (odcid !== undefined) {
+      // The client uses our CID now; its Initial-phase DCID route can go.
+      this.initialRoutes.delete(odcid);
+      this.odcidOf.delete(c);
+    }
+    if (!c.ticketPolled && this.role.kind === 'client') this.pollTicket(c, this.role.tickets, this.role.ticketKey);
+  }
+
+  private pollTicket(c: QuicConnection, tickets: QuicTicketStore, key: string): void {
+    const t = c.q.session();
+    if (t === null) return;
+    tickets.set(key, t);
+    c.ticketPolled = true;
+  }
+
+  /** Keep-alive PINGs and ticket refresh, for all connections at once. */
+  private readonly sweep = (): void => {
+    const now = Date.now();
+    const ka = this.common.keepAliveMs;
+    for (const c of this.connections) {
+      if (!c.isEstablished || c.isClosed) continue;
+      if (ka > 0 && now - c.lastSendAt >= ka) {
+        c.q.sendAckEliciting();
+        this.markDirty(c);
+      }
+      // Servers may send newer tickets later: keep the newest.
+      if (this.role.kind === 'client') c.ticketPolled = false;
+    }
+  };
+
+  connectionClosed(c: QuicConnection): void {
+    for (const k of c.routeKeys) if (this.routes.get(k) === c) this.routes.delete(k);
+    const odcid = this.odcidOf.get(c);
+    if (odcid !== undefined) this.initialRoutes.delete(odcid);
+    this.odcidOf.delete(c);
+    this.connections.delete(c);
+  }
+
+  // --- shutdown -------------------------------------------------------------------------------
+
+  /** Stop accepting new connections (server); existing ones continue. */
+  stopAccepting(): void {
+    this.accepting = false;
+  }
+
+  /**
+   * Graceful (default): stop accepting, let every connection finish its streams and close with
+   * NO_ERROR; after `timeoutMs` (if given) whatever is still open is closed forcibly. Forced:
+   * CONNECTION_CLOSE to every peer now, every stream errors, socket closed. A forced close may
+   * follow a graceful one that is still waiting.
+   */
+  close(options: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    const graceful = options.graceful ?? true;
+    if (this.closing !== null) {
+      if (!graceful) this.forceClose();
+      return this.closing;
+    }
+    this.closing = this.doClose(graceful, options.timeoutMs);
+    return this.closing;
+  }
+
+  /** CONNECTION_CLOSE to every remaining peer, on the wire now; every stream errors. */
+  private forceClose(): void {
+    if (this.forced) return;
+    this.forced = true;
+    const conns = [...this.connections];
+    for (const c of conns) void c.close({ graceful: false, reason: 'endpoint shut down' });
+    this.flusher.flushNow();
+    for (const c of conns) c.finalize();
+  }
+
+  private async doClose(graceful: boolean, timeoutMs: number | undefined): Promise<void> {
+    this.accepting = false;
+    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+    if (graceful) {
+      const all = Promise.all([...this.connections].map((c) => c.close({ graceful: true })));
+      if (timeoutMs === undefined) {
+        await all;
+      } else {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([all, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+        clearTimeout(timer);
+      }
+    }
+    this.forceClose();
+    this.socket.removeAllListeners('message');
+    // Sends are synchronous with our lookup; one turn more lets a send that met a full kernel
+    // buffer (the CONNECTION_CLOSE frames) complete before the handle goes away.
+    await new Promise((r) => setImmediate(r));
+    await closeSocket(this.socket);
+  }
+}

@@ -1,0 +1,11 @@
+export { DEFAULT_ALPN } from './config.js';
+export type { QuicCommonOptions, QuicServerOptions, QuicClientOptions } from './config.js';
+export { QuicEndpoint } from './endpoint.js';
+export type { QuicEndpointStats, QuicClientEndpointOptions } from './endpoint.js';
+export { QuicConnection } from './connection.js';
+export { QuicSessionStream } from './stream.js';
+export { QuicListener } from './listener.js';
+export { QuicDialer } from './dialer.js';
+export type { QuicDialerOptions } from './dialer.js';
+export { QuicTicketStore } from './tickets.js';
+export { AppError as QuicAppError } from './errors.js';

@@ -1,0 +1,277 @@
+// One Postgres session = one client-initiated bidirectional QUIC stream, exposed as a Duplex.
+// Reads are pulled by the connection (it polls known streams when quiche says the connection is
+// readable); writes go straight into quiche and whatever quiche cannot take yet waits in a small
+// per-stream queue that the connection retries on every flush. Memory per stream is bounded by
+// the quiche windows plus `pendingWriteLimit` plus the Duplex high-water marks.
+import { Duplex } from 'node:stream';
+import { quiche } from '@matrixai/quic/native/index.js';
+import type { Connection } from '@matrixai/quic/native/index.js';
+import { TransportError } from '../session-stream.js';
+import type { SessionInfo, SessionStream } from '../session-stream.js';
+import { AppError, isQuicheError, streamErrorCode } from './errors.js';
+
+/** What a stream needs from its connection (kept narrow so the two files stay independent). */
+export interface StreamHost {
+  readonly q: Connection;
+  readonly pendingWriteLimit: number;
+  /** Shared read buffer; valid only during one `pollRead` call. */
+  readonly scratch: Uint8Array;
+  markDirty(): void;
+  /** The stream has data or a FIN waiting for quiche to accept it. */
+  writeBlocked(s: QuicSessionStream): void;
+  /** The stream's read side stopped pulling because the consumer is full. */
+  readPaused(s: QuicSessionStream, paused: boolean): void;
+  /** The stream is finished in both directions (or aborted): forget it. */
+  forget(s: QuicSessionStream): void;
+  handshakeConfirmed(): Promise<void>;
+  readonly isEstablished: boolean;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The metadata of a stream: where it came from, what TLS agreed, and whether it was 0-RTT. */
+export function quicSessionInfo(o: {
+  local: { address: string; port: number };
+  remote: { host: string; port: number };
+  id: number;
+  early: boolean;
+  alpn: string | null;
+  authorized: boolean;
+  serverName: string | null;
+  cidHex: string;
+}): SessionInfo {
+  return {
+    kind: 'quic',
+    localAddress: o.local.address,
+    localPort: o.local.port,
+    remoteAddress: o.remote.host,
+    remotePort: o.remote.port,
+    tls: { protocol: 'TLSv1.3', alpnProtocol: o.alpn, authorized: o.authorized, servername: o.serverName },
+    quic: { connectionId: o.cidHex, streamId: o.id, earlyData: o.early },
+  };
+}
+
+export class QuicSessionStream extends Duplex implements SessionStream {
+  readonly info: SessionInfo;
+  /** Read side is over: FIN consumed, reset by the peer, or shut down locally. */
+  readEnded = false;
+  /** The consumer's buffer is full: the connection stops polling this stream until `_read`. */
+  paused = false;
+  private writeEnded = false;
+  private queue: Uint8Array[] = [];
+  private queuedBytes = 0;
+  private deferredCb: ((err?: Error | null) => void) | null = null;
+  private finalCb: ((err?: Error | null) => void) | null = null;
+  private forgotten = false;
+
+  constructor(
+    private readonly host: StreamHost,
+    readonly id: number,
+    info: SessionInfo,
+  ) {
+    super({ allowHalfOpen: true, readableHighWaterMark: 64 * 1024, writableHighWaterMark: 64 * 1024 });
+    this.info = info;
+  }
+
+  /** True once the QUIC handshake is complete: from then on nothing on this stream can be a replay. */
+  get isHandshakeConfirmed(): boolean {
+    return this.host.isEstablished;
+  }
+
+  /** Resolves once the QUIC handshake is complete (immediately on 1-RTT streams). */
+  handshakeConfirmed(): Promise<void> {
+    return this.host.handshakeConfirmed();
+  }
+
+  // --- reading --------------------------------------------------------------------------------
+
+  override _read(): void {
+    if (this.paused) {
+      this.paused = false;
+      this.host.readPaused(this, false);
+      this.host.markDirty();
+    }
+  }
+
+  /** Pulls everything quiche holds for this stream into the Duplex until the consumer is full. */
+  pollRead(): void {
+    const q = this.host.q;
+    const buf = this.host.scratch;
+    while (!this.readEnded && !this.paused) {
+      let r: [number, boolean] | null;
+      try {
+        r = q.streamRecv(this.id, buf);
+      } catch (err) {
+        this.onRecvError(err);
+        return;
+      }
+      if (r === null) return;
+      const [n, fin] = r;
+      let more = true;
+      if (n > 0) more = this.push(Buffer.from(buf.subarray(0, n)));
+      if (fin) {
+        this.readEnded = true;
+        this.push(null);
+        this.maybeForget();
+        return;
+      }
+      if (!more) {
+        this.paused = true;
+        this.host.readPaused(this, true);
+        return;
+      }
+      // quiche copies all contiguous data it has: a short read means the stream is drained,
+      // which saves the extra call that would only return "done" (~1 µs each).
+      if (n < buf.length) return;
+    }
+  }
+
+  private onRecvError(err: unknown): void {
+    const code = streamErrorCode(err, 'StreamReset');
+    if (code !== null) {
+      this.readEnded = true;
+      this.destroy(new TransportError(`QUIC stream ${this.id} reset by peer (code ${code})`, 'ECONNRESET'));
+      return;
+    }
+    // InvalidStreamState: quiche already collected the stream; nothing more will arrive.
+    this.readEnded = true;
+    this.destroy(new TransportError(`QUIC stream ${this.id} failed: ${errMessage(err)}`, 'ECONNRESET'));
+  }
+
+  // --- writing --------------------------------------------------------------------------------
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.queue.length === 0) {
+      let n: number;
+      try {
+        n = this.host.q.streamSend(this.id, chunk, false) ?? 0;
+      } catch (err) {
+        cb(this.sendError(err));
+        return;
+      }
+      this.host.markDirty();
+      if (n === chunk.length) {
+        cb();
+        return;
+      }
+      chunk = chunk.subarray(n);
+    }
+    this.queue.push(chunk);
+    this.queuedBytes += chunk.length;
+    this.host.writeBlocked(this);
+    if (this.queuedBytes > this.host.pendingWriteLimit) this.deferredCb = cb;
+    else cb();
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    this.finalCb = cb;
+    this.host.writeBlocked(this);
+    this.flushWrites();
+    this.host.markDirty();
+  }
+
+  /** Retries queued writes (and a pending FIN); returns true while something is still blocked. */
+  flushWrites(): boolean {
+    const q = this.host.q;
+    try {
+      while (this.queue.length > 0) {
+        const head = this.queue[0]!;
+        const n = q.streamSend(this.id, head, false) ?? 0;
+        this.queuedBytes -= n;
+        if (n < head.length) {
+          this.queue[0] = head.subarray(n);
+          break;
+        }
+        this.queue.shift();
+      }
+      if (this.deferredCb !== null && this.queuedBytes <= this.host.pendingWriteLimit) {
+        const cb = this.deferredCb;
+        this.deferredCb = null;
+        cb();
+      }
+      if (this.queue.length === 0 && this.finalCb !== null && !this.writeEnded) {
+        // A FIN is accepted only when quiche has room to buffer it; retry next flush otherwise.
+        if (q.streamSend(this.id, EMPTY, true) === null) return true;
+        this.writeEnded = true;
+        const cb = this.finalCb;
+        this.finalCb = null;
+        cb();
+        this.maybeForget();
+      }
+    } catch (err) {
+      const e = this.sendError(err);
+      this.destroy(e);
+      return false;
+    }
+    return this.queue.length > 0 || (this.finalCb !== null && !this.writeEnded);
+  }
+
+  private sendError(err: unknown): Error {
+    const code = streamErrorCode(err, 'StreamStopped');
+    if (code !== null) return new TransportError(`QUIC stream ${this.id} stopped by peer (code ${code})`, 'ECONNRESET');
+    if (isQuicheError(err, 'InvalidStreamState') || isQuicheError(err, 'FinalSize')) {
+      return new TransportError(`QUIC stream ${this.id} is closed`, 'EPIPE');
+    }
+    return new TransportError(`QUIC stream ${this.id} write failed: ${errMessage(err)}`, 'ECONNRESET');
+  }
+
+  // --- teardown -------------------------------------------------------------------------------
+
+  /** Called by the connection when it is gone: the stream can only fail now. */
+  connectionLost(err: Error): void {
+    this.readEnded = true;
+    this.writeEnded = true;
+    this.forgotten = true;
+    this.releaseCallbacks(err);
+    if (!this.destroyed) this.destroy(err);
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    const clean = this.readEnded && this.writeEnded;
+    if (!clean && !this.forgotten) {
+      // Abort both directions: RESET_STREAM for ours, STOP_SENDING for theirs. Cancelling only
+      // one direction leaves quiche holding the stream forever (and its stream credit with it).
+      const q = this.host.q;
+      const code = AppError.StreamCancelled;
+      try { q.streamShutdown(this.id, quiche.Shutdown.Read, code); } catch { /* already closed */ }
+      try { q.streamShutdown(this.id, quiche.Shutdown.Write, code); } catch { /* already closed */ }
+      this.host.markDirty();
+    }
+    this.readEnded = true;
+    this.writeEnded = true;
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.releaseCallbacks(err ?? new TransportError('QUIC stream destroyed', 'EPIPE'));
+    this.forgetNow();
+    cb(err);
+  }
+
+  private releaseCallbacks(err: Error): void {
+    const d = this.deferredCb;
+    const f = this.finalCb;
+    this.deferredCb = null;
+    this.finalCb = null;
+    d?.(err);
+    f?.(err);
+  }
+
+  private maybeForget(): void {
+    if (this.readEnded && this.writeEnded) this.forgetNow();
+  }
+
+  private forgetNow(): void {
+    if (this.forgotten) return;
+    this.forgotten = true;
+    this.host.forget(this);
+  }
+
+  // net.Socket look-alikes for drivers; QUIC has nothing to configure here.
+  setNoDelay(_noDelay?: boolean): this { return this; }
+  setKeepAlive(_enable?: boolean, _initialDelay?: number): this { return this; }
+  ref(): this { return this; }
+  unref(): this { return this; }
+}
+
+function errMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,320 @@
+// The lean QUIC endpoint end to end over loopback: echo, bulk transfer with backpressure,
+// half-close, resets, connection loss, idle timeout and certificate verification.
+import { randomBytes, randomInt } from 'node:crypto';
+import { once } from 'node:events';
+import { afterEach, describe, expect, test } from 'vitest';
+import type { SessionStream } from '../src/session-stream.js';
+import { TransportError } from '../src/session-stream.js';
+import { QuicDialer, QuicListener } from '../src/quic/index.js';
+import type { QuicDialerOptions, QuicServerOptions } from '../src/quic/index.js';
+import { devCerts, errorOf, makeCerts, readAll, readN, waitFor } from './quic-helpers.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(
+  server: Partial<QuicServerOptions> = {},
+  client: Partial<QuicDialerOptions> = {},
+): Promise<{ listener: QuicListener; dialer: QuicDialer; sessions: SessionStream[] }> {
+  const c = await devCerts();
+  const listener = await QuicListener.listen({ cert: c.cert, key: c.key, ...server });
+  const sessions: SessionStream[] = [];
+  listener.onSession((s) => {
+    s.on('error', ignore);
+    sessions.push(s);
+  });
+  const dialer = new QuicDialer({ host: '127.0.0.1', port: listener.address().port, serverName: 'localhost', ca: c.ca, ...client });
+  cleanups.push(() => listener.close({ graceful: false }));
+  cleanups.push(() => dialer.close({ graceful: false }));
+  return { listener, dialer, sessions };
+}
+
+describe('QUIC session streams', () => {
+  test('echo carries bytes both ways and reports QUIC session info', async () => {
+    const { listener, dialer } = await setup();
+    listener.onSession((s) => s.pipe(s));
+    const s = await open(dialer);
+    s.end('hello over quic');
+    expect((await readAll(s)).toString()).toBe('hello over quic');
+    expect(s.info.kind).toBe('quic');
+    expect(s.info.tls?.alpnProtocol).toBe('pgsql/3');
+    expect(s.info.quic?.streamId).toBe(0);
+    expect(s.info.tls?.authorized).toBe(true);
+    expect(s.info.tls?.servername).toBe('localhost');
+    await waitFor(() => listener.stats().streams === 0, 2000, 'server streams released');
+  });
+
+  test('works over IPv6 loopback (::1)', async () => {
+    const { listener, dialer } = await setup({ host: '::1' }, {});
+    listener.onSession((s) => s.pipe(s));
+    const d6 = new QuicDialer({ host: '::1', port: listener.address().port, serverName: 'quicpool.test', ca: (await devCerts()).ca });
+    cleanups.push(() => d6.close({ graceful: false }));
+    void dialer;
+    const s = await open(d6);
+    s.end('v6');
+    expect((await readAll(s)).toString()).toBe('v6');
+    expect(s.info.remoteAddress).toBe('::1');
+  });
+
+  test('ACKs wait briefly for an asynchronous reply: 2 datagrams per round trip', async () => {
+    const { listener, dialer } = await setup();
+    listener.onSession((s) => {
+      // Answer in a later turn, as a pooler does after asking Postgres.
+      s.on('error', ignore);
+      s.on('data', (d: Buffer) => setImmediate(() => s.write(d)));
+      s.on('end', () => s.end());
+    });
+    const s = await open(dialer);
+    const msg = Buffer.alloc(200, 1);
+    s.write(msg);
+    await readN(s, 200); // warm-up: handshake and stream set-up are not counted
+    const c0 = await dialer.stats();
+    const s0 = listener.stats();
+    const rounds = 200;
+    for (let i = 0; i < rounds; i++) {
+      const res = readN(s, 200);
+      s.write(msg);
+      await res;
+    }
+    const c1 = await dialer.stats();
+    const s1 = listener.stats();
+    const perRt = (c1.datagramsOut - c0.datagramsOut + s1.datagramsOut - s0.datagramsOut) / rounds;
+    expect(perRt).toBeLessThan(2.2);
+    s.end();
+  });
+
+  test('with retry: true the server validates the address with a Retry first', async () => {
+    const { listener, dialer } = await setup({ retry: true });
+    listener.onSession((s) => s.pipe(s));
+    const s = await open(dialer);
+    s.end('validated');
+    expect((await readAll(s)).toString()).toBe('validated');
+    expect(listener.stats()).toMatchObject({ retriesSent: 1, handshakes: 1 });
+  });
+
+  test('10 MB each way in random chunks arrives byte-exact', async () => {
+    const { listener, dialer } = await setup();
+    const size = 10 * 1024 * 1024;
+    const up = randomBytes(size);
+    const down = randomBytes(size);
+    const serverGot = new Promise<Buffer>((resolve, reject) => {
+      listener.onSession((s) => {
+        readAll(s).then(resolve, reject);
+        void writeChunked(s, down);
+      });
+    });
+    const s = await open(dialer);
+    const clientGot = readAll(s);
+    await writeChunked(s, up);
+    const [a, b] = await Promise.all([serverGot, clientGot]);
+    expect(a.length).toBe(size);
+    expect(a.equals(up)).toBe(true);
+    expect(b.length).toBe(size);
+    expect(b.equals(down)).toBe(true);
+  }, 30_000);
+
+  test('half-close: the server keeps writing after the client FIN', async () => {
+    const { listener, dialer } = await setup();
+    listener.onSession((s) => {
+      s.on('error', ignore);
+      void readAll(s).then((req) => {
+        s.write('got:');
+        setTimeout(() => s.end(req), 20);
+      });
+    });
+    const s = await open(dialer);
+    s.end('question');
+    expect((await readAll(s)).toString()).toBe('got:question');
+  });
+
+  test('client destroy resets the server stream; server destroy resets the client stream', async () => {
+    const { listener, dialer, sessions } = await setup();
+    const a = await open(dialer);
+    a.write('x');
+    await waitFor(() => sessions.length === 1);
+    const serverA = sessions[0]!;
+    const serverErr = errorOf(serverA);
+    a.destroy();
+    const e1 = await serverErr;
+    expect(e1).toBeInstanceOf(TransportError);
+    expect(e1.code).toBe('ECONNRESET');
+
+    const b = await open(dialer);
+    b.write('y');
+    await waitFor(() => sessions.length === 2);
+    const clientErr = errorOf(b);
+    sessions[1]!.destroy(new Error('server aborts'));
+    const e2 = await clientErr;
+    expect(e2.code).toBe('ECONNRESET');
+    // Both directions were shut down: no stream is left behind on either side.
+    await waitFor(() => listener.stats().streams === 0, 2000, 'server streams released');
+    expect((await dialer.stats()).streams).toBe(0);
+  });
+
+  test('losing the connection errors all 40 open streams promptly', async () => {
+    const { listener, dialer, sessions } = await setup();
+    const streams = await Promise.all(Array.from({ length: 40 }, () => open(dialer)));
+    for (const s of streams) s.write('ping');
+    await waitFor(() => sessions.length === 40, 3000, '40 server sessions');
+    const errors = Promise.all(streams.map((s) => errorOf(s)));
+    const serverErrors = Promise.all(sessions.map((s) => errorOf(s)));
+    const t0 = Date.now();
+    await listener.close({ graceful: false });
+    const errs = await errors;
+    const elapsed = Date.now() - t0;
+    expect(errs).toHaveLength(40);
+    for (const e of errs) {
+      expect(e).toBeInstanceOf(TransportError);
+      expect(e.code).toBe('ECONNRESET');
+    }
+    for (const e of await serverErrors) expect(e.code).toBe('ECONNABORTED');
+    expect(elapsed).toBeLessThan(1000);
+    expect((await dialer.stats()).streams).toBe(0);
+    // The dialer opens a fresh connection on next use; with the server gone that fails cleanly.
+  });
+
+  test('idle timeout closes a silent connection; keep-alive keeps another one open', async () => {
+    const { listener, dialer, sessions } = await setup({ idleTimeoutMs: 300 }, { idleTimeoutMs: 300, keepAliveMs: 0 });
+    const s = await open(dialer);
+    s.write('hi');
+    await waitFor(() => sessions.length === 1);
+    const t0 = Date.now();
+    const [ce, se] = await Promise.all([errorOf(s), errorOf(sessions[0]!)]);
+    expect(ce.code).toBe('ETIMEDOUT');
+    expect(se.code).toBe('ETIMEDOUT');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    await waitFor(() => listener.stats().connections === 0, 2000, 'server connection gone');
+
+    const kept = new QuicDialer({
+      host: '127.0.0.1', port: listener.address().port, serverName: 'localhost',
+      ca: (await devCerts()).ca, idleTimeoutMs: 300, keepAliveMs: 100,
+    });
+    cleanups.push(() => kept.close({ graceful: false }));
+    const k = await open(kept);
+    k.write('a');
+    await new Promise((r) => setTimeout(r, 1000));
+    k.end('b');
+    await waitFor(() => sessions.length === 2);
+    expect((await readAll(sessions[1]!)).toString()).toBe('ab');
+  });
+
+  test('the client never exceeds the stream credit the server grants; waiting opens complete', async () => {
+    const { listener, dialer } = await setup({ maxStreamsPerConnection: 4 });
+    let concurrent = 0;
+    let peak = 0;
+    listener.onSession((s) => {
+      concurrent++;
+      peak = Math.max(peak, concurrent);
+      s.on('error', ignore);
+      void readAll(s).then((req) => setTimeout(() => {
+        concurrent--;
+        s.end(req);
+      }, 5));
+    });
+    const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+      const s = await open(dialer);
+      const res = readAll(s);
+      s.end(`req ${i}`);
+      return (await res).toString();
+    }));
+    expect(answers).toEqual(Array.from({ length: 30 }, (_, i) => `req ${i}`));
+    expect(peak).toBeLessThanOrEqual(4);
+    expect((await dialer.stats()).connections).toBe(1);
+  });
+
+  test('graceful close lets open sessions finish, then closes the connections', async () => {
+    const { listener, dialer, sessions } = await setup();
+    listener.onSession((s) => {
+      sessions.push(s);
+      s.pipe(s);
+    });
+    const s = await open(dialer);
+    s.write('first ');
+    await waitFor(() => sessions.length === 1);
+    const closed = listener.close({ graceful: true });
+    let done = false;
+    void closed.then(() => { done = true; });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(done).toBe(false);
+    const res = readAll(s);
+    s.end('last');
+    expect((await res).toString()).toBe('first last');
+    await closed;
+    expect(listener.stats().connections).toBe(0);
+  });
+
+  test('a graceful close with timeoutMs forces sessions that do not finish', async () => {
+    const { listener, dialer, sessions } = await setup();
+    const s = await open(dialer);
+    s.write('never finishes');
+    await waitFor(() => sessions.length === 1);
+    const err = errorOf(s);
+    const t0 = Date.now();
+    await listener.close({ graceful: true, timeoutMs: 150 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect((await err).code).toBe('ECONNRESET');
+    expect(listener.stats().connections).toBe(0);
+  });
+
+  test('dialing a port where no server listens fails fast with ECONNREFUSED', async () => {
+    const { listener } = await setup();
+    const port = listener.address().port;
+    await listener.close({ graceful: false });
+    const d = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca: (await devCerts()).ca });
+    cleanups.push(() => d.close({ graceful: false }));
+    const t0 = Date.now();
+    const err: unknown = await d.open().then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    expect((err as TransportError).code).toBe('ECONNREFUSED');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect((await d.stats()).connections).toBe(0);
+  });
+
+  test('a certificate from another CA is refused with ERR_TLS_CERT', async () => {
+    const other = await makeCerts();
+    const { dialer } = await setup({}, { ca: other.ca });
+    const err: unknown = await open(dialer).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    expect((err as TransportError).code).toBe('ERR_TLS_CERT');
+    expect((err as TransportError).message).toMatch(/localhost/);
+  });
+
+  test('a certificate for another name is refused with ERR_TLS_CERT', async () => {
+    const { dialer } = await setup({}, { serverName: 'db.example.org' });
+    const err: unknown = await open(dialer).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    expect((err as TransportError).code).toBe('ERR_TLS_CERT');
+    expect((err as TransportError).message).toMatch(/db\.example\.org/);
+  });
+
+  test('dangerouslySkipVerify connects despite an untrusted certificate', async () => {
+    const { listener, dialer } = await setup({}, { ca: undefined, serverName: 'anything.invalid', dangerouslySkipVerify: true });
+    listener.onSession((s) => s.pipe(s));
+    const s = await open(dialer);
+    s.end('ok');
+    expect((await readAll(s)).toString()).toBe('ok');
+    expect(s.info.tls?.authorized).toBe(false);
+  });
+});
+
+async function writeChunked(s: SessionStream, data: Buffer): Promise<void> {
+  let off = 0;
+  while (off < data.length) {
+    const n = Math.min(randomInt(1, 64 * 1024), data.length - off);
+    if (!s.write(data.subarray(off, off + n))) await once(s, 'drain');
+    off += n;
+  }
+  s.end();
+}
+
+function ignore(): void {}
+
+/** Opens a stream with an error listener, as an application would have (tests assert errors via errorOf). */
+async function open(d: QuicDialer): Promise<SessionStream> {
+  const s = await d.open();
+  s.on('error', ignore);
+  return s;
+}
