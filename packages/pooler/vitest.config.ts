@@ -6,5 +6,8 @@ export default defineProject({
   test: {
     name: 'pooler',
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    // Real-Postgres tests (200 sessions, pgbench) run in parallel files; 5 s is too tight for them.
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
   },
 });

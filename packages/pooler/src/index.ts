@@ -1,2 +1,13 @@
 export { DEFAULT_POOL_SETTINGS, resolvePoolSettings, SettingError } from './config/pool-settings.js';
 export type { PoolMode, PoolSettings } from './config/pool-settings.js';
+export { resolvePoolerConfig, ConfigError } from './config/pooler-config.js';
+export type { AuthMethod, PoolerConfig, ResolvedPoolerConfig, ResolvedUser, UserConfig } from './config/pooler-config.js';
+export { createPooler } from './server.js';
+export type { CloseOptions, Pooler } from './server.js';
+export type { PoolerStats } from './driver/pooler-core.js';
+export type { PoolStats } from './pool/pool.js';
+export { ClientSession } from './session/client-session.js';
+export type { SessionPhase } from './session/client-session.js';
+export type * from './session/types.js';
+export { parseScramSecret, formatScramSecret, scramSecretFromPassword } from './auth/scram.js';
+export type { ScramSecret } from './auth/scram.js';

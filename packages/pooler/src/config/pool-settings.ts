@@ -15,8 +15,21 @@ export interface PoolSettings {
   readonly serverIdleTimeoutMs: number;
   /** A backend older than this is closed when next released (ms). */
   readonly serverLifetimeMs: number;
-  /** Run before a session-mode backend is reused. */
+  /** Run before a session-mode backend (or one whose session state may have changed) is reused. */
   readonly serverResetQuery: string;
+  /** A client with no backend and no request this long is closed with 57P05 (ms; 0 = never). */
+  readonly clientIdleTimeoutMs: number;
+  /** A client idle inside a transaction this long is closed with 25P03 (ms; 0 = never). */
+  readonly idleTransactionTimeoutMs: number;
+  /**
+   * A request whose answer (ReadyForQuery) takes longer than this closes the client with 57014 and
+   * its backend (ms; 0 = never). A last-resort guard: prefer Postgres's statement_timeout.
+   */
+  readonly queryTimeoutMs: number;
+  /** A backend idle this long is checked with serverCheckQuery before it is reused (ms; 0 = always). */
+  readonly serverCheckDelayMs: number;
+  /** Health check query; the empty query costs the server least. */
+  readonly serverCheckQuery: string;
 }
 
 export const DEFAULT_POOL_SETTINGS: PoolSettings = {
@@ -27,6 +40,11 @@ export const DEFAULT_POOL_SETTINGS: PoolSettings = {
   serverIdleTimeoutMs: 600_000,
   serverLifetimeMs: 3_600_000,
   serverResetQuery: 'DISCARD ALL',
+  clientIdleTimeoutMs: 0,
+  idleTransactionTimeoutMs: 0,
+  queryTimeoutMs: 0,
+  serverCheckDelayMs: 30_000,
+  serverCheckQuery: '',
 };
 
 export class SettingError extends Error {
@@ -58,5 +76,9 @@ export function resolvePoolSettings(partial: Partial<PoolSettings> = {}): PoolSe
   wholeNumber('queryWaitTimeoutMs', s.queryWaitTimeoutMs, 0);
   wholeNumber('serverIdleTimeoutMs', s.serverIdleTimeoutMs, 0);
   wholeNumber('serverLifetimeMs', s.serverLifetimeMs, 0);
+  wholeNumber('clientIdleTimeoutMs', s.clientIdleTimeoutMs, 0);
+  wholeNumber('idleTransactionTimeoutMs', s.idleTransactionTimeoutMs, 0);
+  wholeNumber('queryTimeoutMs', s.queryTimeoutMs, 0);
+  wholeNumber('serverCheckDelayMs', s.serverCheckDelayMs, 0);
   return s;
 }

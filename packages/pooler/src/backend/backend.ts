@@ -1,0 +1,116 @@
+// One server connection. Its state and the pool list it sits in change together, only through
+// Pool.setState; this class holds the connection's own facts and routes what the server sends.
+import type net from 'node:net';
+import { decodeBackendMessage, readyForQueryStatus } from '@quicpool/wire';
+import type { BackendDecoder, RawMessage } from '@quicpool/wire';
+import type { BackendConnection } from './connect.js';
+
+export type BackendState =
+  /** In the pool, free. */
+  | 'idle'
+  /** Attached to a client session. */
+  | 'active'
+  /** Running the pooler's own rollback/reset queries before it may be reused. */
+  | 'resetting'
+  | 'closed';
+
+/** The client session a backend is attached to. */
+export interface BackendOwner {
+  onBackendMessage(message: RawMessage): void;
+  onBackendLost(reason: string): void;
+}
+
+const T_PARAMETER_STATUS = 0x53;
+const T_READY = 0x5a;
+const T_ERROR = 0x45;
+
+let nextId = 1;
+
+export class Backend {
+  readonly id = nextId++;
+  readonly socket: net.Socket;
+  readonly processId: number;
+  readonly secretKey: Buffer;
+  /** Current reported values (ParameterStatus), updated as the server reports changes. */
+  readonly parameters: Map<string, string>;
+  readonly createdAt: number;
+  lastUsedAt: number;
+  /** Changed only by Pool.setState. */
+  state: BackendState = 'idle';
+  owner: BackendOwner | null = null;
+  /** While resetting: ReadyForQuery messages still expected, and whether any query failed. */
+  resetPending = 0;
+  resetFailed = false;
+  private readonly decoder: BackendDecoder;
+
+  constructor(
+    c: BackendConnection,
+    now: number,
+    private readonly events: { onResetDone(b: Backend): void; onClosed(b: Backend, reason: string): void },
+  ) {
+    this.socket = c.socket;
+    this.decoder = c.decoder;
+    this.processId = c.processId;
+    this.secretKey = c.secretKey;
+    this.parameters = c.parameters;
+    this.createdAt = now;
+    this.lastUsedAt = now;
+    c.socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    c.socket.on('error', (e: Error) => this.lost(e.message));
+    c.socket.on('close', () => this.lost('server closed the connection'));
+  }
+
+  write(bytes: Buffer): boolean {
+    return this.socket.write(bytes);
+  }
+
+  /** Closes the connection politely (Terminate) or abruptly; the pool hears of it via onClosed. */
+  close(): void {
+    if (this.socket.destroyed) return;
+    this.socket.end(TERMINATE);
+    this.socket.destroySoon();
+  }
+
+  private onData(chunk: Buffer): void {
+    try {
+      this.decoder.push(chunk);
+      for (let m = this.decoder.nextRaw(); m !== undefined; m = this.decoder.nextRaw()) this.route(m);
+    } catch (e) {
+      this.socket.destroy();
+      this.lost(`protocol error from server: ${(e as Error).message}`);
+    }
+  }
+
+  private route(m: RawMessage): void {
+    if (m.type === T_PARAMETER_STATUS) {
+      const p = decodeBackendMessage(m.bytes);
+      if (p.type === 'ParameterStatus') this.parameters.set(p.name, p.value);
+    }
+    switch (this.state) {
+      case 'active':
+        this.owner?.onBackendMessage(m);
+        return;
+      case 'resetting':
+        if (m.type === T_ERROR) this.resetFailed = true;
+        if (m.type === T_READY && readyForQueryStatus(m.bytes) !== undefined && --this.resetPending === 0) this.events.onResetDone(this);
+        return;
+      case 'idle':
+        // Only asynchronous messages can arrive; an error here means the server is ending us.
+        if (m.type === T_ERROR) this.socket.destroy();
+        return;
+      case 'closed':
+        return;
+      default: {
+        const never: never = this.state;
+        throw new Error(`unhandled backend state ${String(never)}`);
+      }
+    }
+  }
+
+  private lost(reason: string): void {
+    if (this.state === 'closed') return;
+    this.events.onClosed(this, reason);
+  }
+}
+
+const TERMINATE = Buffer.from([0x58, 0, 0, 0, 4]);

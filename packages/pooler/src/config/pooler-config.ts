@@ -1,0 +1,141 @@
+// The pooler's whole configuration: where the real server is, who may log in (and how), limits.
+// `resolvePoolerConfig` fills defaults, checks every value and precomputes secrets once, so the
+// session code never parses configuration on a client's time.
+import type { TlsServerOptions } from '@quicpool/transport';
+import { md5Secret } from '../auth/md5.js';
+import { parseScramSecret, scramSecretFromPassword } from '../auth/scram.js';
+import type { ScramSecret } from '../auth/scram.js';
+import type { PoolSettings } from './pool-settings.js';
+import { resolvePoolSettings, SettingError } from './pool-settings.js';
+
+/** How a client proves who it is (names as in pg_hba.conf). */
+export type AuthMethod = 'scram-sha-256' | 'md5' | 'password' | 'trust';
+
+export interface UserConfig {
+  /** Plaintext password: allows every method, and logs in to the server. */
+  readonly password?: string;
+  /** A Postgres SCRAM secret (`SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>`), instead of password. */
+  readonly scramSecret?: string;
+  /** Default 'scram-sha-256'. */
+  readonly auth?: AuthMethod;
+  /** Password the pooler uses to log in to the real server as this user; default `password`. */
+  readonly serverPassword?: string;
+}
+
+export interface PoolerConfig {
+  /** The real PostgreSQL server. */
+  readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs?: number };
+  readonly users: Readonly<Record<string, UserConfig>>;
+  readonly pool?: Partial<PoolSettings>;
+  /** Client sessions over all pools; the next gets 53300. Default 10 000. */
+  readonly maxClientConnections?: number;
+  /** Client sessions per (database, user) pool; 0 = no per-pool limit (default). */
+  readonly maxClientsPerPool?: number;
+  /**
+   * Allow the `password` and `md5` methods on unencrypted TCP (they expose the password or a
+   * replayable hash to anyone on the path). Default false. SCRAM is allowed on every transport.
+   */
+  readonly allowInsecurePasswordAuth?: boolean;
+  /** Certificate for answering SSLRequest with 'S' on plain TCP; without it the answer is 'N'. */
+  readonly tls?: TlsServerOptions;
+  /** Startup parameters accepted and ignored (PgBouncer's ignore_startup_parameters). */
+  readonly ignoreStartupParameters?: readonly string[];
+  /** Largest client message accepted (bytes). Default 64 MiB. */
+  readonly maxMessageSize?: number;
+  /** Startup and authentication must finish within this (ms), else 57014 (Postgres: authentication_timeout). Default 60 000. */
+  readonly authTimeoutMs?: number;
+}
+
+export interface ResolvedUser {
+  readonly name: string;
+  readonly auth: AuthMethod;
+  readonly password: string | undefined;
+  readonly scram: ScramSecret | undefined;
+  /** "md5..." secret, only when a plaintext password is configured. */
+  readonly md5: string | undefined;
+  readonly serverPassword: string | undefined;
+}
+
+export interface ResolvedPoolerConfig {
+  readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs: number };
+  readonly users: ReadonlyMap<string, ResolvedUser>;
+  readonly pool: PoolSettings;
+  readonly maxClientConnections: number;
+  readonly maxClientsPerPool: number;
+  readonly allowInsecurePasswordAuth: boolean;
+  readonly tls: TlsServerOptions | undefined;
+  readonly ignoreStartupParameters: ReadonlySet<string>;
+  readonly maxMessageSize: number;
+  readonly authTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function resolveUser(name: string, u: UserConfig): ResolvedUser {
+  const auth = u.auth ?? 'scram-sha-256';
+  let scram: ScramSecret | undefined;
+  if (u.scramSecret !== undefined) {
+    scram = parseScramSecret(u.scramSecret);
+    if (scram === undefined) throw new ConfigError(`users.${name}.scramSecret: not a SCRAM-SHA-256 secret`);
+  } else if (u.password !== undefined && auth === 'scram-sha-256') {
+    scram = scramSecretFromPassword(u.password);
+  }
+  switch (auth) {
+    case 'scram-sha-256':
+      if (scram === undefined) throw new ConfigError(`users.${name}: scram-sha-256 needs password or scramSecret`);
+      break;
+    case 'md5':
+    case 'password':
+      if (u.password === undefined) throw new ConfigError(`users.${name}: ${auth} needs a plaintext password`);
+      break;
+    case 'trust':
+      break;
+    default: {
+      const never: never = auth;
+      throw new ConfigError(`users.${name}.auth: unknown method ${JSON.stringify(never)}`);
+    }
+  }
+  return {
+    name,
+    auth,
+    password: u.password,
+    scram,
+    md5: u.password === undefined ? undefined : md5Secret(name, u.password),
+    serverPassword: u.serverPassword ?? u.password,
+  };
+}
+
+function count(key: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) throw new ConfigError(`${key}: must be a whole number >= ${min}, got ${value}`);
+  return value;
+}
+
+export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
+  const users = new Map<string, ResolvedUser>();
+  for (const [name, u] of Object.entries(c.users)) users.set(name, resolveUser(name, u));
+  let pool: PoolSettings;
+  try {
+    pool = resolvePoolSettings(c.pool);
+  } catch (e) {
+    if (e instanceof SettingError) throw new ConfigError(`pool.${e.message}`);
+    throw e;
+  }
+  return {
+    server: {
+      host: c.server.host,
+      port: count('server.port', c.server.port, 1),
+      connectTimeoutMs: count('server.connectTimeoutMs', c.server.connectTimeoutMs ?? 10_000, 1),
+    },
+    users,
+    pool,
+    maxClientConnections: count('maxClientConnections', c.maxClientConnections ?? 10_000, 1),
+    maxClientsPerPool: count('maxClientsPerPool', c.maxClientsPerPool ?? 0, 0),
+    allowInsecurePasswordAuth: c.allowInsecurePasswordAuth ?? false,
+    tls: c.tls,
+    ignoreStartupParameters: new Set(c.ignoreStartupParameters ?? ['extra_float_digits']),
+    maxMessageSize: count('maxMessageSize', c.maxMessageSize ?? 64 * 1024 * 1024, 1024),
+    authTimeoutMs: count('authTimeoutMs', c.authTimeoutMs ?? 60_000, 1),
+  };
+}

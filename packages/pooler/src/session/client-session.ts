@@ -1,0 +1,371 @@
+// One client session as a state machine (no I/O): events in, actions out. The driver owns the
+// stream, the pool and the clock; this class owns the protocol decisions: startup, auth, when a
+// backend is needed, when it can be given back, and what the client sees when something fails.
+import {
+  decodeBackendMessage,
+  decodeFrontendMessage,
+  encodeBackend,
+  encodeFrontend,
+  errorResponse,
+  readyForQueryStatus,
+  SQLSTATE,
+} from '@quicpool/wire';
+import type { AuthenticationResponseKind, RawMessage, StartupMessage, StartupPacket, TransactionStatus } from '@quicpool/wire';
+import { ClientAuthenticator } from '../auth/client-auth.js';
+import { canonicalTrackedName, checkStartupParameters, setStatements } from './startup-parameters.js';
+import { mayChangeSessionState } from './session-state-change.js';
+import type { AttachedBackend, ReleaseFacts, SessionAction, SessionContext, SessionEvent } from './types.js';
+
+export type SessionPhase =
+  | 'startup' // waiting for the StartupMessage (after optional SSLRequest/GSSENCRequest)
+  | 'authenticating'
+  | 'connecting' // authenticated, waiting for the pool's server parameters
+  | 'idle' // no backend attached
+  | 'waiting' // a backend was requested
+  | 'attached'
+  | 'closed';
+
+const T_QUERY = 0x51;
+const T_SYNC = 0x53;
+const T_FUNCTION_CALL = 0x46;
+const T_TERMINATE = 0x58;
+/** Parse, Bind, Describe, Execute, Close, Flush: extended-protocol messages that a Sync must end. */
+const EXTENDED = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48]);
+const T_AUTH = 0x70;
+const B_READY = 0x5a;
+const B_PARAMETER_STATUS = 0x53;
+
+const SSL_NO = Buffer.from('N');
+const SSL_YES = Buffer.from('S');
+const READY_IDLE = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
+
+export class ClientSession {
+  phase: SessionPhase = 'startup';
+  database = '';
+  user = '';
+  /** Minor protocol version agreed with the client (0 or 2). */
+  protocolMinor = 0;
+  private out: SessionAction[] = [];
+  private sslAnswered = false;
+  private encrypted: boolean;
+  private auth: ClientAuthenticator | null = null;
+  private authExpect: AuthenticationResponseKind | undefined;
+  /** The client's values of tracked parameters: re-applied on every backend it gets. */
+  private readonly tracked = new Map<string, string>();
+  /** Client messages received while no backend is attached (bounded by the driver pausing reads). */
+  private pending: Buffer[] = [];
+  private backend: AttachedBackend | null = null;
+  /** ReadyForQuery messages still owed by the backend for requests forwarded. */
+  private awaitingReady = 0;
+  /** ReadyForQuery messages of the pooler's own SET statements, swallowed. */
+  private swallowReady = 0;
+  private status: TransactionStatus = 'I';
+  /** Extended-protocol messages were forwarded and their Sync has not been: the backend is mid-sequence. */
+  private unsynced = false;
+  private dirty = false;
+  private closeAfterRelease = false;
+
+  constructor(private readonly ctx: SessionContext) {
+    this.encrypted = ctx.transport !== 'tcp';
+  }
+
+  /** Feeds one event; returns the actions to carry out, in order. */
+  handle(event: SessionEvent): SessionAction[] {
+    this.out = [];
+    if (this.phase !== 'closed') this.dispatch(event);
+    return this.out;
+  }
+
+  get hasBackend(): boolean {
+    return this.backend !== null;
+  }
+
+  /** A request is on the backend right now (what a CancelRequest may interrupt). */
+  get busy(): boolean {
+    return this.backend !== null && (this.awaitingReady > 0 || this.unsynced);
+  }
+
+  private dispatch(e: SessionEvent): void {
+    switch (e.type) {
+      case 'startupPacket':
+        return this.onStartupPacket(e.packet);
+      case 'clientMessage':
+        return this.onClientMessage(e.message);
+      case 'serverParameters': {
+        if (this.phase !== 'connecting') return;
+        for (const [name, value] of e.parameters) {
+          this.send(encodeBackend({ type: 'ParameterStatus', name, value: this.tracked.get(name) ?? value }));
+        }
+        this.send(encodeBackend({ type: 'BackendKeyData', processId: e.cancelKey.processId, secretKey: e.cancelKey.secretKey }));
+        this.send(READY_IDLE);
+        this.phase = 'idle';
+        if (this.pending.length > 0) this.requestBackend();
+        else this.emit({ type: 'timer', timer: 'clientIdle', armed: true });
+        return;
+      }
+      case 'backendAttached':
+        return this.onAttached(e.backend);
+      case 'backendMessage':
+        return this.onBackendMessage(e.message);
+      case 'backendLost':
+        if (this.backend === null) return;
+        this.backend = null;
+        return this.fail(SQLSTATE.CONNECTION_FAILURE, `server connection lost: ${e.reason}`);
+      case 'backendUnavailable':
+        if (this.phase !== 'waiting' && this.phase !== 'connecting') return;
+        this.phase = 'idle'; // the request is answered: nothing to withdraw
+        this.send(e.error);
+        return this.close();
+      case 'protocolError':
+        return this.fail(SQLSTATE.PROTOCOL_VIOLATION, e.message);
+      case 'timeout':
+        if (e.timer === 'authentication' && (this.phase === 'startup' || this.phase === 'authenticating')) {
+          return this.fail(SQLSTATE.QUERY_CANCELED, 'canceling authentication due to timeout');
+        }
+        if (e.timer === 'clientIdle' && this.phase === 'idle') {
+          return this.fail(SQLSTATE.IDLE_SESSION_TIMEOUT, 'terminating connection due to idle-session timeout');
+        }
+        if (e.timer === 'idleInTransaction' && this.phase === 'attached' && this.awaitingReady === 0 && this.status !== 'I') {
+          return this.fail(SQLSTATE.IDLE_IN_TRANSACTION_SESSION_TIMEOUT, 'terminating connection due to idle-in-transaction timeout');
+        }
+        if (e.timer === 'query' && this.busy) {
+          return this.fail(SQLSTATE.QUERY_CANCELED, 'query_timeout: the server did not answer in time; the server connection is closed');
+        }
+        return;
+      case 'clientClosed':
+        return this.close();
+      case 'shutdown':
+        if (e.graceful && this.phase === 'attached' && (this.awaitingReady > 0 || this.status !== 'I')) {
+          this.closeAfterRelease = true;
+          return;
+        }
+        return this.fail(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command');
+      default: {
+        const never: never = e;
+        throw new Error(`unhandled session event ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private onStartupPacket(p: StartupPacket): void {
+    if (this.phase !== 'startup') return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'unexpected startup packet');
+    switch (p.type) {
+      case 'SSLRequest': {
+        if (this.sslAnswered) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'duplicate SSLRequest');
+        this.sslAnswered = true;
+        if (this.ctx.tlsAvailable && this.ctx.transport === 'tcp') {
+          this.send(SSL_YES);
+          this.encrypted = true;
+          this.emit({ type: 'startTls' });
+        } else {
+          this.send(SSL_NO);
+        }
+        return;
+      }
+      case 'GSSENCRequest':
+        this.send(SSL_NO);
+        return;
+      case 'CancelRequest':
+        this.emit({ type: 'cancel', processId: p.processId, secretKey: p.secretKey });
+        return this.close();
+      case 'StartupMessage':
+        return this.onStartupMessage(p);
+      default: {
+        const never: never = p;
+        throw new Error(`unhandled startup packet ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private onStartupMessage(m: StartupMessage): void {
+    const minor = m.protocolVersion & 0xffff;
+    const options = Object.keys(m.parameters).filter((k) => k.startsWith('_pq_.'));
+    this.protocolMinor = minor >= 2 ? 2 : 0;
+    if ((minor !== 0 && minor !== 2) || options.length > 0) {
+      // Newest minor we speak that is not above what the client asked for.
+      this.send(encodeBackend({ type: 'NegotiateProtocolVersion', newestProtocolVersion: (3 << 16) | this.protocolMinor, unrecognizedOptions: options }));
+    }
+    const check = checkStartupParameters(m.parameters, this.ctx.ignoreStartupParameters);
+    if (!check.ok) return this.fail(check.sqlstate, check.message);
+    this.database = check.database;
+    this.user = check.user;
+    for (const [k, v] of check.tracked) this.tracked.set(k, v);
+    const refused = this.ctx.admit(check.database, check.user);
+    if (refused !== undefined) return this.fail(refused.sqlstate, refused.message);
+    this.phase = 'authenticating';
+    this.auth = new ClientAuthenticator({
+      userName: check.user,
+      user: this.ctx.lookupUser(check.user),
+      encrypted: this.encrypted,
+      allowInsecurePasswordAuth: this.ctx.allowInsecurePasswordAuth,
+    });
+    this.onAuthStep(this.auth.start());
+  }
+
+  private onAuthStep(step: ReturnType<ClientAuthenticator['start']>): void {
+    switch (step.kind) {
+      case 'continue':
+        this.authExpect = step.expect;
+        this.send(step.bytes);
+        return;
+      case 'ok':
+        this.auth = null;
+        this.send(step.bytes);
+        this.phase = 'connecting';
+        this.emit({ type: 'timer', timer: 'authentication', armed: false });
+        this.emit({ type: 'authenticated', database: this.database, user: this.user });
+        return;
+      case 'fail':
+        return this.fail(step.sqlstate, step.message);
+      default: {
+        const never: never = step;
+        throw new Error(`unhandled auth step ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private onClientMessage(m: RawMessage): void {
+    const type = m.type;
+    if (this.phase === 'authenticating') {
+      if (type !== T_AUTH || this.auth === null || this.authExpect === undefined) {
+        return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'expected an authentication response');
+      }
+      return this.onAuthStep(this.auth.respond(decodeFrontendMessage(m.bytes, this.authExpect)));
+    }
+    if (type === T_AUTH) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'unexpected authentication response');
+    if (type === T_TERMINATE) return this.close();
+    switch (this.phase) {
+      case 'attached':
+        return this.forward(m);
+      case 'idle':
+        this.pending.push(m.bytes);
+        this.emit({ type: 'timer', timer: 'clientIdle', armed: false });
+        return this.requestBackend();
+      case 'connecting':
+      case 'waiting':
+        this.pending.push(m.bytes);
+        return;
+      case 'startup':
+        return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'expected a startup packet');
+      case 'closed':
+        return;
+      default: {
+        const never: never = this.phase;
+        throw new Error(`unhandled phase ${String(never)}`);
+      }
+    }
+  }
+
+  private forward(m: RawMessage | { type: number; bytes: Buffer }): void {
+    const type = m.type;
+    if (type === T_QUERY || type === T_SYNC || type === T_FUNCTION_CALL) {
+      if (this.awaitingReady === 0) {
+        if (this.status !== 'I') this.emit({ type: 'timer', timer: 'idleInTransaction', armed: false });
+        this.emit({ type: 'timer', timer: 'query', armed: true });
+      }
+      this.awaitingReady++;
+      if (type === T_SYNC) this.unsynced = false;
+    } else if (EXTENDED.has(type)) {
+      this.unsynced = true;
+    }
+    if (!this.dirty && mayChangeSessionState(type, m.bytes)) this.dirty = true;
+    this.emit({ type: 'sendToBackend', bytes: m.bytes });
+  }
+
+  private requestBackend(): void {
+    this.phase = 'waiting';
+    this.emit({ type: 'requestBackend' });
+  }
+
+  private onAttached(b: AttachedBackend): void {
+    if (this.phase !== 'waiting') return;
+    this.backend = b;
+    this.phase = 'attached';
+    this.awaitingReady = 0;
+    this.unsynced = false;
+    this.status = 'I';
+    this.dirty = this.ctx.poolMode === 'session';
+    const changes = new Map<string, string>();
+    for (const [name, value] of this.tracked) if (b.parameters.get(name) !== value) changes.set(name, value);
+    if (changes.size > 0) {
+      this.swallowReady = 1;
+      this.emit({ type: 'sendToBackend', bytes: encodeQuery(setStatements(changes)) });
+    }
+    const pending = this.pending;
+    this.pending = [];
+    for (const bytes of pending) this.forward({ type: bytes[0]!, bytes });
+  }
+
+  private onBackendMessage(m: RawMessage): void {
+    if (this.phase !== 'attached') return;
+    const type = m.type;
+    if (this.swallowReady > 0) {
+      // Answers to the pooler's own SET statements: the client never asked for them.
+      if (type === B_READY) this.swallowReady--;
+      return;
+    }
+    if (type === B_PARAMETER_STATUS) {
+      const p = decodeBackendMessage(m.bytes);
+      if (p.type === 'ParameterStatus') {
+        const name = canonicalTrackedName(p.name);
+        if (name !== undefined) this.tracked.set(name, p.value);
+      }
+    } else if (type === B_READY) {
+      const status = readyForQueryStatus(m.bytes);
+      if (status === undefined) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'malformed ReadyForQuery from server');
+      this.status = status;
+      if (this.awaitingReady > 0) this.awaitingReady--;
+      this.send(m.bytes);
+      if (this.awaitingReady === 0 && !this.unsynced) {
+        this.emit({ type: 'timer', timer: 'query', armed: false });
+        if (status === 'I' && (this.ctx.poolMode === 'transaction' || this.closeAfterRelease)) this.release();
+        else if (status !== 'I') this.emit({ type: 'timer', timer: 'idleInTransaction', armed: true });
+        // Graceful shutdown: the transaction has ended (and the backend is back): now close.
+        if (this.closeAfterRelease && status === 'I') this.fail(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command');
+      }
+      return;
+    }
+    this.send(m.bytes);
+  }
+
+  private release(): void {
+    if (this.backend === null) return;
+    const facts: ReleaseFacts = { status: this.status, busy: this.awaitingReady > 0 || this.swallowReady > 0 || this.unsynced, dirty: this.dirty };
+    this.backend = null;
+    this.swallowReady = 0;
+    this.emit({ type: 'releaseBackend', facts });
+    if (this.phase === 'attached') {
+      this.phase = 'idle';
+      this.emit({ type: 'timer', timer: 'clientIdle', armed: true });
+    }
+  }
+
+  /** ErrorResponse FATAL, then close. */
+  private fail(sqlstate: string, message: string): void {
+    if (this.phase === 'closed') return;
+    this.send(errorResponse('FATAL', sqlstate, message));
+    this.close();
+  }
+
+  private close(): void {
+    if (this.phase === 'closed') return;
+    if (this.phase === 'waiting') this.emit({ type: 'withdrawRequest' });
+    this.release();
+    this.phase = 'closed';
+    this.pending = [];
+    this.emit({ type: 'timer', timer: 'clientIdle', armed: false });
+    this.emit({ type: 'timer', timer: 'idleInTransaction', armed: false });
+    this.emit({ type: 'timer', timer: 'query', armed: false });
+    this.emit({ type: 'close' });
+  }
+
+  private send(bytes: Buffer): void {
+    this.emit({ type: 'sendToClient', bytes });
+  }
+
+  private emit(a: SessionAction): void {
+    this.out.push(a);
+  }
+}
+
+const encodeQuery = (query: string): Buffer => encodeFrontend({ type: 'Query', query });

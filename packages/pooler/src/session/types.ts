@@ -1,0 +1,81 @@
+// What goes into and comes out of a client session's state machine. The machine does no I/O:
+// the driver turns transport and pool happenings into events and carries out the actions.
+import type { RawMessage, StartupPacket, TransactionStatus } from '@quicpool/wire';
+import type { TransportKind } from '@quicpool/transport';
+import type { PoolMode } from '../config/pool-settings.js';
+import type { ResolvedUser } from '../config/pooler-config.js';
+
+/** What the session needs to know about the backend it was given. */
+export interface AttachedBackend {
+  /** The backend's current reported parameter values (ParameterStatus), kept up to date by its owner. */
+  readonly parameters: ReadonlyMap<string, string>;
+}
+
+export interface CancelKey {
+  readonly processId: number;
+  readonly secretKey: Buffer;
+}
+
+export type SessionEvent =
+  | { readonly type: 'startupPacket'; readonly packet: StartupPacket }
+  /** A typed frontend message, raw (header included). */
+  | { readonly type: 'clientMessage'; readonly message: RawMessage }
+  /** The pool's cached server parameters, and the key this session gets; ends startup. */
+  | { readonly type: 'serverParameters'; readonly parameters: ReadonlyMap<string, string>; readonly cancelKey: CancelKey }
+  | { readonly type: 'backendAttached'; readonly backend: AttachedBackend }
+  /** A message from the attached backend, raw. */
+  | { readonly type: 'backendMessage'; readonly message: RawMessage }
+  /** The attached backend died (the pool has already forgotten it). */
+  | { readonly type: 'backendLost'; readonly reason: string }
+  /** No backend could be had: `error` is the ErrorResponse to send (the server's own, or the pool's). */
+  | { readonly type: 'backendUnavailable'; readonly error: Buffer }
+  | { readonly type: 'protocolError'; readonly message: string }
+  | { readonly type: 'timeout'; readonly timer: SessionTimer }
+  /** The client's stream ended or was reset. */
+  | { readonly type: 'clientClosed' }
+  /** Pooler shutdown: graceful lets a transaction in progress finish first. */
+  | { readonly type: 'shutdown'; readonly graceful: boolean };
+
+/** 'authentication' is armed by the driver when the session starts (startup + auth must finish in time). */
+export type SessionTimer = 'authentication' | 'clientIdle' | 'idleInTransaction' | 'query';
+
+/** Facts about a backend being given back; the pool decides what it needs (rollback, reset, close). */
+export interface ReleaseFacts {
+  /** Transaction status of its last ReadyForQuery. */
+  readonly status: TransactionStatus;
+  /** A request is still in flight (its ReadyForQuery has not arrived). */
+  readonly busy: boolean;
+  /** Session state may have been changed (SET, PREPARE, LISTEN ..., or session pooling). */
+  readonly dirty: boolean;
+}
+
+export type SessionAction =
+  | { readonly type: 'sendToClient'; readonly bytes: Buffer }
+  | { readonly type: 'sendToBackend'; readonly bytes: Buffer }
+  /** 'S' was sent: run the TLS handshake on the client stream; the next packet is a StartupMessage. */
+  | { readonly type: 'startTls' }
+  /** A CancelRequest arrived (the session then closes). */
+  | { readonly type: 'cancel'; readonly processId: number; readonly secretKey: Buffer }
+  /** The client is authenticated: obtain the pool's server parameters and a cancel key. */
+  | { readonly type: 'authenticated'; readonly database: string; readonly user: string }
+  | { readonly type: 'requestBackend' }
+  /** Forget a pending request (client gone while waiting). */
+  | { readonly type: 'withdrawRequest' }
+  | { readonly type: 'releaseBackend'; readonly facts: ReleaseFacts }
+  /** Arm or disarm a session timer. */
+  | { readonly type: 'timer'; readonly timer: SessionTimer; readonly armed: boolean }
+  /** End the client stream (after the bytes sent before this action). */
+  | { readonly type: 'close' };
+
+/** What the driver tells a new session about the world. */
+export interface SessionContext {
+  readonly transport: TransportKind;
+  /** A certificate is configured: an SSLRequest on plain TCP may be answered 'S'. */
+  readonly tlsAvailable: boolean;
+  readonly poolMode: PoolMode;
+  readonly allowInsecurePasswordAuth: boolean;
+  readonly ignoreStartupParameters: ReadonlySet<string>;
+  lookupUser(name: string): ResolvedUser | undefined;
+  /** Client limits: undefined admits the client to the (database, user) pool; else the error. */
+  admit(database: string, user: string): { readonly sqlstate: string; readonly message: string } | undefined;
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { encodeFrontend } from '@quicpool/wire';
+import { mayChangeSessionState } from '../src/session/session-state-change.js';
+
+const q = (query: string) => mayChangeSessionState(0x51, encodeFrontend({ type: 'Query', query }));
+const parse = (name: string, query: string) => mayChangeSessionState(0x50, encodeFrontend({ type: 'Parse', name, query, parameterTypes: [] }));
+
+describe('mayChangeSessionState', () => {
+  it.each([
+    'SET search_path = x', 'set session authorization bob', '  RESET ALL', 'prepare p as select 1', 'LISTEN ch', 'discard plans',
+    'create temp table t (x int)', 'CREATE LOCAL TEMPORARY TABLE t (x int)', 'declare c cursor with hold for select 1',
+    "select set_config('a.b', '1', false)", 'select pg_advisory_lock(1)', 'select 1; set x.y = 1',
+    '/* leading */ SET x.y = 1', '-- comment\nset x.y = 1', 'begin; select 1;\n  reset role',
+  ])('flags %j', (sql) => expect(q(sql)).toBe(true));
+
+  it.each(['select 1', 'SET LOCAL x.y = 1', 'set transaction isolation level serializable', 'SET CONSTRAINTS ALL DEFERRED', "select 'settings'", 'insert into t values (1)', 'begin', 'commit'])(
+    'does not flag %j',
+    (sql) => expect(q(sql)).toBe(false),
+  );
+
+  it('flags named prepared statements, not the unnamed one', () => {
+    expect(parse('s1', 'select 1')).toBe(true);
+    expect(parse('', 'select $1')).toBe(false);
+    expect(parse('', 'set x.y = 1')).toBe(true);
+  });
+});
