@@ -1,2 +1,13 @@
-export { DEFAULT_SESSION_MANAGER_OPTIONS, resolveSessionManagerOptions, sessionCapacity } from './options.js';
-export type { SessionManagerOptions } from './options.js';
+export { SessionManager } from './session-manager.js';
+export type { SessionSource, AcquireOptions } from './session-manager.js';
+export { DEFAULT_SESSION_MANAGER_OPTIONS, resolveManagerOptions, sessionCapacity } from './options.js';
+export type { SessionManagerOptions, ResolvedManagerOptions, CertificateOptions, EndpointSpec } from './options.js';
+export type { SessionManagerStats, SessionManagerEvents, ManagerCounters, EndpointStats } from './stats.js';
+export { normalizeFingerprint } from './certificates.js';
+export { parseEndpoint } from './endpoints.js';
+export { QuicClient, pgStream } from './pg-client.js';
+export type { QuicClientConfig } from './pg-client.js';
+export { QuicPool } from './pg-pool.js';
+export type { QuicPoolConfig, PoolTransport } from './pg-pool.js';
+export { postgresSocket } from './postgres-js.js';
+export type { PostgresSocketFactory } from './postgres-js.js';
