@@ -1,50 +1,136 @@
-// quicpool CLI. For now `start` brings up the embedded PostgreSQL and prints how to connect; the
-// pooler itself plugs in here as its packages land (see the issues in the README).
+// quicpool CLI: start, check-config, cert (and config-reference, which writes docs/config.md).
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { startEmbedded } from './embedded.js';
+import { ConfigFileError, loadConfig } from './config/load.js';
+import { configReference } from './config/reference.js';
+import { EXIT } from './exit-codes.js';
 
-const HELP = `quicpool - PostgreSQL over QUIC streams
+const HELP = `quicpool - a PostgreSQL pooler over TCP, TLS and QUIC streams
 
 Usage:
-  quicpool start [--state-dir DIR] [--pg-port PORT]   start (embedded PostgreSQL when no upstream is configured)
-  quicpool --help
+  quicpool start [--config FILE] [options]   run the pooler (embedded PostgreSQL when no upstream is configured)
+  quicpool check-config FILE                 validate a config file and exit
+  quicpool cert [--out DIR] [--name NAME]... generate a development CA and server certificate
+  quicpool <command> --help
 
-Options:
-  --state-dir DIR   where the embedded PostgreSQL keeps its data and credentials (default: .quicpool)
-  --pg-port PORT    port of the embedded PostgreSQL on first start (default: 54329)
+Exit codes: 0 stopped cleanly / success, 1 runtime failure, 2 invalid command line or config,
+3 stopped at once by a second SIGTERM/SIGINT.
+Config reference: docs/config.md
 `;
 
+const START_HELP = `quicpool start [--config FILE] [options]
+
+Runs the pooler: TCP ${'6432'} and QUIC ${'6432'}/udp by default, admin console as database "quicpool",
+Prometheus metrics on http://127.0.0.1:9432/metrics. Without [upstream] host it starts an embedded
+PostgreSQL whose data and credentials live in --state-dir (a second start reuses them).
+
+Options (each is a config key; precedence: flag > QUICPOOL_SECTION_KEY env > file > default):
+  --config FILE        TOML config (default: ./quicpool.toml if present, or $QUICPOOL_CONFIG)
+  --state-dir DIR      embedded.state_dir   (default .quicpool)
+  --pg-port PORT       embedded.port        (default 54329)
+  --host ADDR          listen.host          (default 127.0.0.1)
+  --port PORT          listen.port          (default 6432)
+  --quic-port PORT     listen.quic_port     (default 6432)
+  --metrics-port PORT  metrics.port         (default 9432)
+  --set KEY=VALUE      any key, e.g. --set pool.size=50 (repeatable)
+
+Signals: SIGTERM/SIGINT drain gracefully (shutdown.drain_timeout_ms), a second one stops at once;
+SIGHUP reloads the config file.
+`;
+
+const CERT_HELP = `quicpool cert [--out DIR] [--name NAME]...
+
+Generates a development CA (ca.pem) and a server certificate (server.pem, server.key) signed by
+it, valid 30 days, for the given names (default localhost, 127.0.0.1, ::1). Prints the paths and
+the certificate's SHA-256 fingerprint. Point [tls] cert_file/key_file at them, and clients at ca.pem.
+`;
+
+const CHECK_HELP = `quicpool check-config FILE
+
+Loads FILE as quicpool start would (including the users file and certificate files) and reports
+the first error, naming the file and the key. Exit 0 when valid, 2 when not.
+`;
+
+const NAMED_FLAGS: Readonly<Record<string, string>> = {
+  'state-dir': 'embedded.state_dir',
+  'pg-port': 'embedded.port',
+  host: 'listen.host',
+  port: 'listen.port',
+  'quic-port': 'listen.quic_port',
+  'metrics-port': 'metrics.port',
+};
+
+function configFile(given: string | undefined): string | undefined {
+  if (given !== undefined) return given;
+  const env = process.env['QUICPOOL_CONFIG'];
+  if (env !== undefined && env !== '') return env;
+  return existsSync('quicpool.toml') ? 'quicpool.toml' : undefined;
+}
+
 async function start(argv: string[]): Promise<number> {
+  const strings = Object.fromEntries(Object.keys(NAMED_FLAGS).map((f) => [f, { type: 'string' as const }]));
   const { values } = parseArgs({
     args: argv,
-    options: { 'state-dir': { type: 'string', default: '.quicpool' }, 'pg-port': { type: 'string', default: '54329' }, help: { type: 'boolean' } },
+    options: { ...strings, config: { type: 'string' }, set: { type: 'string', multiple: true }, help: { type: 'boolean' } },
+    strict: true,
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
+  if (values.help === true) return void process.stdout.write(START_HELP), EXIT.OK;
+  const flags = new Map<string, string>();
+  for (const [flag, key] of Object.entries(NAMED_FLAGS)) {
+    const v = (values as Record<string, unknown>)[flag];
+    if (typeof v === 'string') flags.set(key, v);
   }
-  const port = Number(values['pg-port']);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    process.stderr.write(`quicpool: --pg-port must be a port number (1-65535), got ${values['pg-port']}\n`);
-    return 2;
+  for (const s of values.set ?? []) {
+    const eq = s.indexOf('=');
+    if (eq < 1) throw new ConfigFileError('command line', s, 'expected --set KEY=VALUE');
+    flags.set(s.slice(0, eq), s.slice(eq + 1));
   }
-  const { server, state } = await startEmbedded(values['state-dir'], port);
-  const { info } = server;
+  const started = performance.now();
+  const file = configFile(values.config);
+  const overrides = { env: process.env, flags };
+  const config = await loadConfig(file, overrides);
+  // PostgreSQL starts while the daemon's modules (transport, native QUIC, metrics) load.
+  const embedded =
+    config.get<string | null>('upstream.host') === null
+      ? import('./embedded.js').then((m) => m.startEmbedded(config.get<string>('embedded.state_dir'), config.get<number>('embedded.port')))
+      : undefined;
+  embedded?.catch(() => undefined); // reported where it is awaited
+  const { runDaemon } = await import('./daemon.js');
+  return runDaemon(file, overrides, config, embedded, started);
+}
+
+async function checkConfig(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { help: { type: 'boolean' } }, allowPositionals: true });
+  if (values.help === true) return void process.stdout.write(CHECK_HELP), EXIT.OK;
+  const file = positionals[0];
+  if (file === undefined || positionals.length > 1) {
+    process.stderr.write(CHECK_HELP);
+    return EXIT.USAGE;
+  }
+  const c = await loadConfig(file, { env: process.env });
+  const upstream = c.get<string | null>('upstream.host');
+  // What the engine checks too (auth methods and their secrets, pool limits against each other).
+  const [{ resolvePoolerConfig, ConfigError }, { engineErrorKey, toPoolerConfig }] = await Promise.all([import('@quicpool/pooler'), import('./config/to-pooler.js')]);
+  try {
+    resolvePoolerConfig(toPoolerConfig(c, { host: upstream ?? '127.0.0.1', port: c.get<number>('upstream.port') }, undefined));
+  } catch (e) {
+    if (e instanceof ConfigError) throw new ConfigFileError(file, ...engineErrorKey(e.message));
+    throw e;
+  }
+  process.stdout.write(`${file}: OK (${upstream === null ? 'embedded PostgreSQL' : `upstream ${upstream}:${c.get<number>('upstream.port')}`}, ${c.users.size} user(s))\n`);
+  return EXIT.OK;
+}
+
+async function cert(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { out: { type: 'string', default: '.quicpool/certs' }, name: { type: 'string', multiple: true }, help: { type: 'boolean' } } });
+  if (values.help === true) return void process.stdout.write(CERT_HELP), EXIT.OK;
+  const names = values.name ?? ['localhost', '127.0.0.1', '::1'];
+  const { devCertificates } = await import('./certs.js'); // loads the transport (native QUIC) only here
+  const c = await devCertificates(values.out, names, true);
   process.stdout.write(
-    `PostgreSQL ${info.serverVersion} is running (data: ${state.dataDir}).\n` +
-      `Connect:  ${server.connectionString()}\n` +
-      `Press Ctrl-C to stop.\n`,
+    `CA:          ${c.caPath ?? ''}\nCertificate: ${values.out}/server.pem\nKey:         ${values.out}/server.key\nNames:       ${names.join(', ')}\nFingerprint (SHA-256): ${c.fingerprint}\n`,
   );
-  await new Promise<void>((resolveStop) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.stdout.write(`\n${signal}: stopping PostgreSQL...\n`);
-      resolveStop();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  await server.stop();
-  return 0;
+  return EXIT.OK;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -52,22 +138,30 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'start':
       return start(rest);
+    case 'check-config':
+      return checkConfig(rest);
+    case 'cert':
+      return cert(rest);
+    case 'config-reference':
+      process.stdout.write(configReference());
+      return EXIT.OK;
     case undefined:
     case '--help':
     case '-h':
     case 'help':
       process.stdout.write(HELP);
-      return command === undefined ? 2 : 0;
+      return command === undefined ? EXIT.USAGE : EXIT.OK;
     default:
       process.stderr.write(`quicpool: unknown command '${command}'\n\n${HELP}`);
-      return 2;
+      return EXIT.USAGE;
   }
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
+    const usage = err instanceof ConfigFileError || (err instanceof Error && err.name === 'ConfigError') || (err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
     process.stderr.write(`quicpool: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
+    process.exit(usage ? EXIT.USAGE : EXIT.FAILURE);
   },
 );

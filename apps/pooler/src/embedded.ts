@@ -27,7 +27,12 @@ function dataDirFor(stateDir: string): string {
   return join('/var/tmp', `quicpool-pgdata-${key}`);
 }
 
-export async function startEmbedded(stateDir: string, port: number): Promise<{ server: PostgresServer; state: EmbeddedState }> {
+export interface EmbeddedStart {
+  readonly server: PostgresServer;
+  readonly state: EmbeddedState;
+}
+
+export async function startEmbedded(stateDir: string, port: number): Promise<EmbeddedStart> {
   // 0o711: Postgres's user must pass through to pgdata; the credentials file itself is 0o600.
   await mkdir(stateDir, { recursive: true, mode: 0o711 });
   const statePath = join(stateDir, 'embedded.json');

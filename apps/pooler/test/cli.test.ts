@@ -1,44 +1,27 @@
-// The CLI as a user runs it: `quicpool start` with no config brings up the embedded PostgreSQL,
-// prints a connection string that works, stops cleanly on SIGTERM, and keeps the data for next time.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+// The CLI end to end as a user runs it: `quicpool start` with no config brings up the embedded
+// PostgreSQL behind the pooler, serves pg over TCP and over a QUIC stream, stops cleanly on
+// SIGTERM, and a second start finds the same data and credentials.
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '@quicpool/pg-fixture';
+import { forNodePostgres, QuicDialer } from '@quicpool/transport';
+import { startDaemon } from './daemon.js';
 
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-
-function startCli(stateDir: string, port: number): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [cli, 'start', '--state-dir', stateDir, '--pg-port', String(port)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no connection string within 30 s:\n${out}`)), 30_000);
-    child.stdout?.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /Connect:\s+(\S+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] });
-      }
-    });
-    child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`quicpool exited with ${code}:\n${out}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+async function queryOverQuic(port: number, caPath: string, user: string, password: string, sql: string): Promise<unknown[]> {
+  const dialer = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca: await readFile(caPath, 'utf8') });
+  try {
+    const stream = await dialer.open();
+    const client = new pg.Client({ user, password, database: 'postgres', stream: () => forNodePostgres(stream) });
+    await client.connect();
+    const { rows } = await client.query(sql);
+    await client.end();
+    return rows;
+  } finally {
+    await dialer.close({ graceful: false });
+  }
 }
 
 describe('quicpool start (embedded PostgreSQL)', () => {
@@ -47,27 +30,46 @@ describe('quicpool start (embedded PostgreSQL)', () => {
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
-  it('serves, stops on SIGTERM with exit 0, and keeps the data across restarts', async () => {
+  it('serves pg over TCP and QUIC, stops on SIGTERM with exit 0, and keeps data and credentials across restarts', async () => {
     const stateDir = await mkdtemp(join(tmpdir(), 'quicpool-cli-'));
     dirs.push(stateDir);
     await chmod(stateDir, 0o711); // as root, Postgres runs as `postgres`, which must reach pgdata
-    const port = await freePort();
+    const [pgPort, port, metricsPort] = [await freePort(), await freePort(), await freePort()];
+    const args = ['--state-dir', stateDir, '--pg-port', String(pgPort), '--port', String(port), '--quic-port', String(port), '--metrics-port', String(metricsPort)];
 
-    const first = await startCli(stateDir, port);
+    const first = await startDaemon(args);
+    let url: string;
     try {
-      const client = new pg.Client({ connectionString: first.url });
+      const banner = first.output();
+      url = /Connect:\s+(\S+)/.exec(banner)?.[1] ?? '';
+      expect(url).toMatch(new RegExp(`^postgresql://postgres:[^@]+@127\\.0\\.0\\.1:${port}/postgres$`));
+      expect(banner).toMatch(/QUIC:\s+quic:\/\/postgres:/);
+      expect(banner).toMatch(/Fingerprint \(SHA-256\): ([0-9A-F]{2}:){31}[0-9A-F]{2}/);
+      const caPath = /CA:\s+(\S+)/.exec(banner)?.[1] ?? '';
+      expect(caPath).toBe(join(stateDir, 'certs', 'ca.pem'));
+
+      const client = new pg.Client({ connectionString: url });
       await client.connect();
+      const { rows: port1 } = await client.query<{ port: string }>("SELECT current_setting('port') AS port");
+      expect(Number(port1[0]?.port)).toBe(pgPort); // through the pooler to the embedded server
       await client.query('CREATE TABLE kept (v text)');
       await client.query("INSERT INTO kept VALUES ('still here')");
       await client.end();
-    } finally {
-      expect(await stop(first.child)).toBe(0);
-    }
 
-    const second = await startCli(stateDir, port);
+      const password = decodeURIComponent(new URL(url).password);
+      expect(await queryOverQuic(port, caPath, 'postgres', password, "SELECT v, 'quic' AS via FROM kept")).toEqual([{ v: 'still here', via: 'quic' }]);
+    } finally {
+      expect(await first.stop('SIGTERM')).toBe(0);
+    }
+    expect(first.output()).toMatch(/draining client sessions/);
+
+    const second = await startDaemon(args);
     try {
-      expect(second.url).toBe(first.url);
-      const client = new pg.Client({ connectionString: second.url });
+      // Startup with the embedded PostgreSQL already initialised (spawn to banner, Node start included).
+      process.stdout.write(`quicpool second start: ready ${Math.round(second.readyMs)} ms after spawn\n`);
+      expect(second.readyMs).toBeLessThan(4000);
+      expect(/Connect:\s+(\S+)/.exec(second.output())?.[1]).toBe(url);
+      const client = new pg.Client({ connectionString: url });
       await client.connect();
       const { rows } = await client.query('SELECT v FROM kept');
       const { rows: dir } = await client.query<{ data_directory: string }>('SHOW data_directory');
@@ -75,7 +77,7 @@ describe('quicpool start (embedded PostgreSQL)', () => {
       await client.end();
       expect(rows).toEqual([{ v: 'still here' }]);
     } finally {
-      expect(await stop(second.child)).toBe(0);
+      expect(await second.stop('SIGINT')).toBe(0);
     }
   }, 90_000);
 });

@@ -1,0 +1,102 @@
+// Every key of quicpool.toml: type, default, meaning and whether RELOAD applies it live. The
+// validator, the env/flag overrides, SHOW CONFIG and docs/config.md all come from this table.
+export type KeyType = 'string' | 'int' | 'port' | 'bool' | 'string[]' | 'enum';
+
+export interface KeySpec {
+  readonly type: KeyType;
+  readonly default: string | number | boolean | readonly string[] | null;
+  readonly doc: string;
+  /** RELOAD (SIGHUP) applies a change without a restart. */
+  readonly live: boolean;
+  readonly values?: readonly string[];
+  /** Never printed (SHOW CONFIG, logs). */
+  readonly secret?: boolean;
+}
+
+const k = (type: KeyType, def: KeySpec['default'], live: boolean, doc: string, values?: readonly string[]): KeySpec =>
+  values === undefined ? { type, default: def, doc, live } : { type, default: def, doc, live, values };
+
+/** section -> key -> spec. `users` is separate: a table of user tables. */
+export const SCHEMA = {
+  listen: {
+    host: k('string', '127.0.0.1', false, 'Address the TCP and QUIC listeners bind ("0.0.0.0" for every interface).'),
+    port: k('port', 6432, false, 'TCP port for Postgres clients (psql, pg, pgbench); SSLRequest upgrades to TLS when a certificate is configured.'),
+    quic: k('bool', true, false, 'Serve Postgres sessions over QUIC streams (UDP).'),
+    quic_port: k('port', 6432, false, 'UDP port of the QUIC listener.'),
+    tls: k('bool', true, false, 'Answer SSLRequest on the TCP port with TLS (using [tls]); false answers N.'),
+  },
+  upstream: {
+    host: k('string', null, false, 'The real PostgreSQL server. Unset: quicpool starts the embedded PostgreSQL.'),
+    port: k('port', 5432, false, 'Port of the real PostgreSQL server.'),
+    connect_timeout_ms: k('int', 10_000, true, 'Server connect + login deadline (ms).'),
+  },
+  embedded: {
+    state_dir: k('string', '.quicpool', false, 'Folder of the embedded PostgreSQL data, its credentials and the development certificate (relative to the working directory).'),
+    port: k('port', 54329, false, 'Port of the embedded PostgreSQL on its first start (kept afterwards).'),
+  },
+  tls: {
+    cert_file: k('string', null, false, 'Server certificate chain (PEM) for TLS and QUIC. Unset: a development CA and certificate are generated in the state folder.'),
+    key_file: k('string', null, false, 'Private key (PEM) of cert_file.'),
+    server_names: k('string[]', ['localhost', '127.0.0.1', '::1'], false, 'Names in the generated development certificate (QUIC clients verify a DNS name).'),
+  },
+  quic: {
+    alpn: k('string[]', ['pgsql/3'], false, 'ALPN protocols accepted on QUIC.'),
+    idle_timeout_ms: k('int', 30_000, false, 'QUIC connection idle timeout (ms; 0 = none).'),
+    max_streams_per_connection: k('int', 1000, false, 'Concurrent sessions (bidirectional streams) per QUIC connection.'),
+    max_connections: k('int', 10_000, false, 'QUIC connections accepted at once.'),
+    early_data: k('enum', 'accept', false, '0-RTT streams: "accept" (handed out at once, marked) or "defer" (until the handshake is confirmed).', ['accept', 'defer']),
+  },
+  pool: {
+    mode: k('enum', 'transaction', true, 'When a client gets a server connection: per transaction or for its whole session.', ['transaction', 'session']),
+    size: k('int', 20, true, 'Server connections per (database, user) pool.'),
+    min_size: k('int', 0, true, 'Server connections kept open once the pool exists.'),
+    query_wait_timeout_ms: k('int', 120_000, true, 'Longest wait for a server connection (ms; 0 = forever), then 57014.'),
+    server_idle_timeout_ms: k('int', 600_000, true, 'Idle server connections closed after (ms; 0 = never).'),
+    server_lifetime_ms: k('int', 3_600_000, true, 'Server connections closed on release after (ms; 0 = never).'),
+    server_reset_query: k('string', 'DISCARD ALL', true, 'Run before reuse in session mode and after session-state changes.'),
+    server_check_delay_ms: k('int', 30_000, true, 'Idle longer than this: health check before reuse (ms; 0 = always).'),
+    server_check_query: k('string', '', true, 'The health check ("" = the empty query).'),
+    client_idle_timeout_ms: k('int', 0, true, 'Client with no request in flight closed after (ms; 0 = off), 57P05.'),
+    idle_transaction_timeout_ms: k('int', 0, true, 'Client idle inside a transaction closed after (ms; 0 = off), 25P03.'),
+    query_timeout_ms: k('int', 0, true, 'Request unanswered after this closes client and server connection (ms; 0 = off).'),
+  },
+  limits: {
+    max_client_connections: k('int', 10_000, true, 'Client sessions over all pools; the next gets 53300.'),
+    max_clients_per_pool: k('int', 0, true, 'Client sessions per (database, user); 0 = no limit.'),
+    max_message_size: k('int', 64 * 1024 * 1024, true, 'Largest client message (bytes).'),
+    auth_timeout_ms: k('int', 60_000, true, 'Startup + authentication deadline (ms).'),
+    allow_insecure_password_auth: k('bool', false, true, 'Allow md5/password auth on unencrypted TCP.'),
+    ignore_startup_parameters: k('string[]', ['extra_float_digits'], true, 'Startup parameters accepted and ignored.'),
+  },
+  auth: {
+    users_file: k('string', null, true, 'A separate TOML file with [users.NAME] tables (merged over [users]; keeps secrets out of the main file).'),
+  },
+  admin: {
+    database: k('string', 'quicpool', false, 'Name of the admin console database: psql -p 6432 quicpool.'),
+    users: k('string[]', [], true, 'Users allowed into the admin console (the embedded default adds its own user).'),
+    pause_timeout_ms: k('int', 30_000, true, 'Longest PAUSE waits for running transactions (ms).'),
+  },
+  metrics: {
+    enabled: k('bool', true, false, 'Serve Prometheus metrics over HTTP.'),
+    host: k('string', '127.0.0.1', false, 'Address of the metrics endpoint.'),
+    port: k('port', 9432, false, 'Port of the metrics endpoint (GET /metrics).'),
+  },
+  log: {
+    level: k('enum', 'info', true, 'Log level.', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+    format: k('enum', 'auto', false, '"json" (pino), "pretty" (one readable line per event), "auto" (pretty on a terminal, else json).', ['auto', 'json', 'pretty']),
+  },
+  shutdown: {
+    drain_timeout_ms: k('int', 30_000, false, 'SIGTERM/SIGINT: longest graceful drain before the rest is closed (ms).'),
+  },
+} as const satisfies Record<string, Record<string, KeySpec>>;
+
+export type Section = keyof typeof SCHEMA;
+
+export const USER_KEYS = {
+  password: { type: 'string', default: null, doc: 'Plaintext password: every auth method, and the server login.', live: true, secret: true },
+  scram_secret: { type: 'string', default: null, doc: 'A Postgres SCRAM-SHA-256 secret instead of password (client auth only).', live: true, secret: true },
+  auth: { type: 'enum', default: 'scram-sha-256', doc: 'Client auth method.', live: true, values: ['scram-sha-256', 'md5', 'password', 'trust'] },
+  server_password: { type: 'string', default: null, doc: 'Password for the server login (default: password).', live: true, secret: true },
+} as const satisfies Record<string, KeySpec>;
+
+export type UserKey = keyof typeof USER_KEYS;

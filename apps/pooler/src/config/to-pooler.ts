@@ -1,0 +1,108 @@
+// quicpool.toml (snake_case, grouped for operators) -> the engine's PoolerConfig, and the rows of
+// SHOW CONFIG (secrets hidden).
+import type { AuthMethod, ConfigRow, PoolerConfig, PoolMode, UserConfig } from '@quicpool/pooler';
+import type { TlsServerOptions } from '@quicpool/transport';
+import type { AppConfig, Key, UserSettings, Value } from './load.js';
+import { ALL_KEYS, specOf } from './load.js';
+
+export interface Upstream {
+  readonly host: string;
+  readonly port: number;
+  /** Users the embedded default adds (its superuser). */
+  readonly extraUsers?: ReadonlyMap<string, UserSettings>;
+}
+
+function user(u: UserSettings): UserConfig {
+  const out: { password?: string; scramSecret?: string; auth?: AuthMethod; serverPassword?: string } = {};
+  if (u.password !== undefined) out.password = u.password;
+  if (u.scram_secret !== undefined) out.scramSecret = u.scram_secret;
+  if (u.auth !== undefined) out.auth = u.auth as AuthMethod;
+  if (u.server_password !== undefined) out.serverPassword = u.server_password;
+  return out;
+}
+
+export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerOptions | undefined): PoolerConfig {
+  const users: Record<string, UserConfig> = {};
+  for (const [name, u] of upstream.extraUsers ?? []) users[name] = user(u);
+  for (const [name, u] of c.users) users[name] = user(u);
+  const config: PoolerConfig = {
+    server: { host: upstream.host, port: upstream.port, connectTimeoutMs: c.get<number>('upstream.connect_timeout_ms') },
+    users,
+    pool: {
+      poolMode: c.get<PoolMode>('pool.mode'),
+      poolSize: c.get<number>('pool.size'),
+      minPoolSize: c.get<number>('pool.min_size'),
+      queryWaitTimeoutMs: c.get<number>('pool.query_wait_timeout_ms'),
+      serverIdleTimeoutMs: c.get<number>('pool.server_idle_timeout_ms'),
+      serverLifetimeMs: c.get<number>('pool.server_lifetime_ms'),
+      serverResetQuery: c.get<string>('pool.server_reset_query'),
+      serverCheckDelayMs: c.get<number>('pool.server_check_delay_ms'),
+      serverCheckQuery: c.get<string>('pool.server_check_query'),
+      clientIdleTimeoutMs: c.get<number>('pool.client_idle_timeout_ms'),
+      idleTransactionTimeoutMs: c.get<number>('pool.idle_transaction_timeout_ms'),
+      queryTimeoutMs: c.get<number>('pool.query_timeout_ms'),
+    },
+    maxClientConnections: c.get<number>('limits.max_client_connections'),
+    maxClientsPerPool: c.get<number>('limits.max_clients_per_pool'),
+    maxMessageSize: c.get<number>('limits.max_message_size'),
+    authTimeoutMs: c.get<number>('limits.auth_timeout_ms'),
+    allowInsecurePasswordAuth: c.get<boolean>('limits.allow_insecure_password_auth'),
+    ignoreStartupParameters: c.get<readonly string[]>('limits.ignore_startup_parameters'),
+  };
+  return tls === undefined ? config : { ...config, tls };
+}
+
+const show = (v: unknown): string => (v === null ? '' : Array.isArray(v) ? v.join(',') : String(v));
+
+export function configRows(c: AppConfig): ConfigRow[] {
+  const rows: ConfigRow[] = ALL_KEYS.map((key) => {
+    const spec = specOf(key);
+    return { key, value: show(c.get(key)), default: show(spec.default), changeable: spec.live };
+  });
+  for (const [name, u] of c.users) {
+    rows.push({ key: `users.${name}.auth`, value: u.auth ?? 'scram-sha-256', default: 'scram-sha-256', changeable: true });
+    for (const secret of ['password', 'scram_secret', 'server_password'] as const) {
+      if (u[secret] !== undefined) rows.push({ key: `users.${name}.${secret}`, value: '********', default: '', changeable: true });
+    }
+  }
+  return rows;
+}
+
+/** Keys whose change a RELOAD cannot apply (they need a restart). */
+export function restartOnlyChanges(before: AppConfig, after: AppConfig): string[] {
+  return ALL_KEYS.filter((k) => !specOf(k).live && show(before.get(k)) !== show(after.get(k)));
+}
+
+/** What a reload leaves running: `after` for live keys, `before` for the restart-only ones. */
+export function applyLive(before: AppConfig, after: AppConfig): AppConfig {
+  const values = new Map(after.values);
+  for (const k of ALL_KEYS) if (!specOf(k).live) values.set(k, before.get(k));
+  return { ...after, values, get: <T extends Value>(key: Key): T => values.get(key) as T };
+}
+
+const ENGINE_KEYS: Readonly<Record<string, string>> = {
+  'pool.poolMode': 'pool.mode',
+  'pool.poolSize': 'pool.size',
+  'pool.minPoolSize': 'pool.min_size',
+  'pool.queryWaitTimeoutMs': 'pool.query_wait_timeout_ms',
+  'pool.serverIdleTimeoutMs': 'pool.server_idle_timeout_ms',
+  'pool.serverLifetimeMs': 'pool.server_lifetime_ms',
+  'pool.clientIdleTimeoutMs': 'pool.client_idle_timeout_ms',
+  'pool.idleTransactionTimeoutMs': 'pool.idle_transaction_timeout_ms',
+  'pool.queryTimeoutMs': 'pool.query_timeout_ms',
+  'pool.serverCheckDelayMs': 'pool.server_check_delay_ms',
+  'server.connectTimeoutMs': 'upstream.connect_timeout_ms',
+  maxClientConnections: 'limits.max_client_connections',
+  maxClientsPerPool: 'limits.max_clients_per_pool',
+  maxMessageSize: 'limits.max_message_size',
+  authTimeoutMs: 'limits.auth_timeout_ms',
+};
+
+/** The engine's ConfigError ("pool.poolSize: ...", "users.app.scramSecret: ...") as [key, detail] in TOML names. */
+export function engineErrorKey(message: string): [string, string] {
+  const colon = message.indexOf(':');
+  const key = colon < 0 ? 'config' : message.slice(0, colon);
+  const detail = colon < 0 ? message : message.slice(colon + 1).trim();
+  const toml = ENGINE_KEYS[key] ?? key.replace(/\.scramSecret$/, '.scram_secret').replace(/\.serverPassword$/, '.server_password');
+  return [toml, detail];
+}

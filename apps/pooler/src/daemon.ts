@@ -1,0 +1,263 @@
+// `quicpool start`: config -> (embedded PostgreSQL) -> certificate -> pooler + TCP/QUIC listeners
+// -> admin console -> metrics -> signals. Holds no pooling logic: it assembles packages.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConfigError, createAdminCommands, createAdminServer, createPooler } from '@quicpool/pooler';
+import type { ClientEvent, Pooler, QuicListenerRow } from '@quicpool/pooler';
+import { listenTcp, QuicListener } from '@quicpool/transport';
+import type { SessionListener } from '@quicpool/transport';
+import { devCertificates, loadCertificateFiles } from './certs.js';
+import type { ServerCertificate } from './certs.js';
+import { ConfigFileError, loadConfig } from './config/load.js';
+import type { AppConfig, Overrides, UserSettings } from './config/load.js';
+import { applyLive, configRows, engineErrorKey, restartOnlyChanges, toPoolerConfig } from './config/to-pooler.js';
+import type { Upstream } from './config/to-pooler.js';
+import type { EmbeddedStart } from './embedded.js';
+import { EXIT } from './exit-codes.js';
+import { createLogger } from './logger.js';
+import type { Logger } from './logger.js';
+import type { LogFormat } from './logger.js';
+import { createMetrics, serveMetrics } from './metrics.js';
+
+/** Connection and login events at info (connects before login and anonymous closes at debug). */
+function logClientEvent(log: Logger, e: ClientEvent): void {
+  const peer = e.info === undefined ? undefined : { transport: e.info.kind, addr: `${e.info.remoteAddress}:${e.info.remotePort}` };
+  switch (e.type) {
+    case 'connected':
+      return log.debug(peer, 'client connected');
+    case 'admitted':
+      return log.info({ ...peer, database: e.database, user: e.user }, 'client logged in');
+    case 'refused':
+      return log.warn({ ...peer, database: e.database, user: e.user, sqlstate: e.sqlstate, reason: e.message }, 'client refused');
+    case 'closed':
+      if (e.user === '') return log.debug({ ...peer, durationMs: e.durationMs }, 'client closed before login');
+      return log.info({ ...peer, database: e.database, user: e.user, durationMs: e.durationMs }, 'client closed');
+    default: {
+      const never: never = e;
+      throw new Error(`unknown client event ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** A stop signal this long after the first one stops at once; earlier ones are duplicates. */
+const SECOND_SIGNAL_AFTER_MS = 300;
+
+interface Stoppable {
+  stop(): Promise<void>;
+}
+
+async function quicTicketKey(stateDir: string): Promise<Uint8Array> {
+  // Stable across restarts so resumed clients keep 0-RTT.
+  const path = join(stateDir, 'quic-ticket.key');
+  if (existsSync(path)) {
+    const key = await readFile(path);
+    if (key.length === 48) return key;
+  }
+  const key = randomBytes(48);
+  await mkdir(stateDir, { recursive: true, mode: 0o711 });
+  await writeFile(path, key, { mode: 0o600 });
+  return key;
+}
+
+/**
+ * `config` is already loaded and `embeddedStart` (when no upstream is configured) already under
+ * way: the CLI starts PostgreSQL while this module and its dependencies load.
+ */
+export async function runDaemon(file: string | undefined, overrides: Overrides, config: AppConfig, embeddedStart: Promise<EmbeddedStart> | undefined, started: number): Promise<number> {
+  const log = createLogger(config.get<string>('log.level'), config.get<LogFormat>('log.format'));
+  const stateDir = config.get<string>('embedded.state_dir');
+
+  let upstream: Upstream;
+  let embedded: Stoppable | undefined;
+  let adminUsers = new Set(config.get<readonly string[]>('admin.users'));
+  const upstreamHost = config.get<string | null>('upstream.host');
+  if (upstreamHost === null || embeddedStart !== undefined) {
+    if (embeddedStart === undefined) throw new Error('no upstream configured and no embedded PostgreSQL started');
+    const { server, state } = await embeddedStart;
+    embedded = server;
+    const users = new Map<string, UserSettings>([[server.info.user, { password: state.password }]]);
+    upstream = { host: server.info.host, port: server.info.port, extraUsers: users };
+    adminUsers.add(server.info.user);
+    log.info({ dataDir: state.dataDir, port: server.info.port, version: server.info.serverVersion }, 'embedded PostgreSQL running');
+  } else {
+    upstream = { host: upstreamHost, port: config.get<number>('upstream.port') };
+  }
+
+  const certFile = config.get<string | null>('tls.cert_file');
+  const keyFile = config.get<string | null>('tls.key_file');
+  const cert: ServerCertificate =
+    certFile !== null && keyFile !== null
+      ? await loadCertificateFiles(certFile, keyFile)
+      : await devCertificates(join(stateDir, 'certs'), config.get<readonly string[]>('tls.server_names'));
+  const tls = config.get<boolean>('listen.tls') ? { cert: cert.certPem, key: cert.keyPem } : undefined;
+
+  let pooler: Pooler;
+  try {
+    pooler = createPooler(toPoolerConfig(config, upstream, tls));
+  } catch (e) {
+    await embedded?.stop();
+    if (e instanceof ConfigError) throw new ConfigFileError(file ?? '(defaults)', ...engineErrorKey(e.message));
+    throw e;
+  }
+  pooler.control.clientListeners.add((e) => logClientEvent(log, e));
+  const host = config.get<string>('listen.host');
+  const listeners: { name: string; listener: SessionListener }[] = [];
+  const quicListeners: { name: string; listener: QuicListener }[] = [];
+  const quicRows = (): QuicListenerRow[] =>
+    quicListeners.map(({ name, listener }) => {
+      const s = listener.stats();
+      return { listener: name, connections: s.connections, streams: s.streams, handshakes: s.handshakes, datagramsIn: s.datagramsIn, datagramsOut: s.datagramsOut, datagramsDropped: s.datagramsDropped, bytesIn: s.bytesIn, bytesOut: s.bytesOut };
+    });
+
+  let current: AppConfig = config;
+  let stopping: Promise<number> | null = null;
+  let resolveExit: (code: number) => void = () => undefined;
+  const exited = new Promise<number>((r) => (resolveExit = r));
+
+  const reload = async (): Promise<string> => {
+    const next = await loadConfig(file, overrides);
+    try {
+      pooler.reconfigure(toPoolerConfig(next, upstream, tls));
+    } catch (e) {
+      if (e instanceof ConfigError) throw new ConfigFileError(file ?? '(defaults)', ...engineErrorKey(e.message));
+      throw e;
+    }
+    const restart = restartOnlyChanges(current, next);
+    adminUsers = new Set(next.get<readonly string[]>('admin.users'));
+    if (embedded !== undefined) for (const u of upstream.extraUsers?.keys() ?? []) adminUsers.add(u);
+    const route = pooler.control.adminRoute;
+    if (route !== undefined) pooler.control.adminRoute = { ...route, users: adminUsers };
+    log.level = next.get<string>('log.level');
+    current = applyLive(current, next);
+    const note = restart.length === 0 ? 'everything applied' : `applied; these need a restart and keep their old value: ${restart.join(', ')}`;
+    log.info({ file, restartOnly: restart }, `configuration reloaded: ${note}`);
+    return note;
+  };
+  const reloadLogged = (): void => {
+    reload().catch((e: unknown) => log.error({ file, err: e instanceof Error ? e.message : String(e) }, 'reload failed, the old configuration stays'));
+  };
+
+  const admin = await createAdminServer(
+    createAdminCommands({
+      pooler,
+      quic: quicRows,
+      config: () => configRows(current),
+      reload,
+      shutdown: () => void shutdown('SHUTDOWN'),
+      get pauseTimeoutMs() {
+        return current.get<number>('admin.pause_timeout_ms');
+      },
+    }),
+  );
+  pooler.control.adminRoute = { database: config.get<string>('admin.database'), host: admin.host, port: admin.port, password: admin.password, users: adminUsers };
+
+  const cleanup: (() => Promise<void>)[] = [];
+  let forced = false;
+  const shutdown = (reason: string, immediate = false): Promise<number> => {
+    const deadlineMs = current.get<number>('shutdown.drain_timeout_ms');
+    log.info({ reason, deadlineMs }, immediate ? 'stopping at once' : 'draining client sessions');
+    if (immediate) {
+      forced = true;
+      // Whatever still hangs (a stuck upstream) must not keep the process alive.
+      setTimeout(() => process.exit(EXIT.FORCED), 5000).unref();
+    }
+    if (stopping !== null) {
+      if (immediate) void pooler.close({ graceful: false });
+      return stopping;
+    }
+    stopping = pooler
+      .close({ graceful: !immediate, deadlineMs })
+      .then(async () => {
+        for (const c of cleanup) await c().catch(() => undefined);
+        await admin.close();
+        await embedded?.stop();
+        log.info('stopped');
+        return forced ? EXIT.FORCED : EXIT.OK;
+      });
+    void stopping.then(resolveExit);
+    return stopping;
+  };
+
+  try {
+    const tcp = await listenTcp({ host, port: config.get<number>('listen.port') });
+    listeners.push({ name: 'tcp', listener: tcp });
+    if (config.get<boolean>('listen.quic')) {
+      const quic = await QuicListener.listen({
+        cert: cert.certPem,
+        key: cert.keyPem,
+        host,
+        port: config.get<number>('listen.quic_port'),
+        alpn: config.get<readonly string[]>('quic.alpn'),
+        idleTimeoutMs: config.get<number>('quic.idle_timeout_ms'),
+        maxStreamsPerConnection: config.get<number>('quic.max_streams_per_connection'),
+        maxConnections: config.get<number>('quic.max_connections'),
+        earlyData: config.get<'accept' | 'defer'>('quic.early_data'),
+        ticketKey: await quicTicketKey(stateDir),
+      });
+      listeners.push({ name: 'quic', listener: quic });
+      quicListeners.push({ name: 'quic', listener: quic });
+    }
+    for (const l of listeners) pooler.listen(l.listener);
+    if (config.get<boolean>('metrics.enabled')) {
+      const endpoint = await serveMetrics(createMetrics(pooler, quicRows), config.get<string>('metrics.host'), config.get<number>('metrics.port'));
+      cleanup.push(() => endpoint.close());
+      log.info({ url: `http://${config.get<string>('metrics.host')}:${endpoint.port}/metrics` }, 'metrics endpoint');
+    }
+  } catch (e) {
+    log.error({ err: e instanceof Error ? e.message : String(e) }, 'startup failed');
+    await shutdown('startup failed', true);
+    throw e;
+  }
+
+  // Ctrl-C under a script runner (pnpm, npm) reaches us twice within milliseconds: once from the
+  // terminal (the whole foreground process group) and once forwarded by the runner. Only a signal
+  // well after the first one means "stop at once".
+  let firstSignalAt: number | null = null;
+  const onStop = (signal: NodeJS.Signals): void => {
+    const now = Date.now();
+    if (firstSignalAt === null) {
+      firstSignalAt = now;
+      void shutdown(signal, false);
+    } else if (now - firstSignalAt >= SECOND_SIGNAL_AFTER_MS) {
+      void shutdown(signal, true);
+    }
+  };
+  process.on('SIGTERM', onStop);
+  process.on('SIGINT', onStop);
+  process.on('SIGHUP', reloadLogged);
+
+  const ms = Math.round(performance.now() - started);
+  const tcpPort = listeners[0]?.listener.address().port ?? 0;
+  const quicPort = quicListeners[0]?.listener.address().port;
+  log.info({ tcp: `${host}:${tcpPort}`, quic: quicPort === undefined ? 'off' : `${host}:${quicPort}`, startupMs: ms }, 'quicpool ready');
+  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, cert, adminDb: config.get<string>('admin.database'), ms });
+  return exited;
+}
+
+function printBanner(b: {
+  embedded: ReadonlyMap<string, UserSettings> | undefined;
+  host: string;
+  tcpPort: number;
+  quicPort: number | undefined;
+  cert: ServerCertificate;
+  adminDb: string;
+  ms: number;
+}): void {
+  const connectHost = b.host === '0.0.0.0' || b.host === '::' ? '127.0.0.1' : b.host;
+  const lines = [`quicpool is ready in ${b.ms} ms.`];
+  const first = b.embedded === undefined ? undefined : [...b.embedded.entries()][0];
+  if (first !== undefined) {
+    const [user, u] = first;
+    const auth = `${encodeURIComponent(user)}:${encodeURIComponent(u.password ?? '')}`;
+    lines.push(`Connect:  postgresql://${auth}@${connectHost}:${b.tcpPort}/postgres`);
+    if (b.quicPort !== undefined) lines.push(`QUIC:     quic://${auth}@localhost:${b.quicPort}/postgres?host=${connectHost}&ca=${encodeURIComponent(b.cert.caPath ?? '')}`);
+    lines.push(`Admin:    psql 'postgresql://${auth}@${connectHost}:${b.tcpPort}/${b.adminDb}' -c 'SHOW POOLS'`);
+  } else {
+    lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
+  }
+  if (b.cert.caPath !== undefined) lines.push(`CA:       ${b.cert.caPath} (development certificate, server name localhost)`);
+  lines.push(`Fingerprint (SHA-256): ${b.cert.fingerprint}`, 'Press Ctrl-C to stop (twice: at once).');
+  process.stdout.write(`${lines.join('\n')}\n`);
+}

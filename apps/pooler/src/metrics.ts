@@ -1,0 +1,139 @@
+// Prometheus metrics (prom-client): pool, client, server, transaction, latency and QUIC figures,
+// labelled by database, user and transport. Gauges are read from the pooler at scrape time;
+// transaction counters and histograms are fed by the pooler's transaction events.
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Pooler, QuicListenerRow } from '@quicpool/pooler';
+
+export interface MetricsEndpoint {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerRow[]): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'quicpool_' });
+  const control = pooler.control;
+  const poolLabels = ['database', 'user'] as const;
+
+  const poolGauge = (name: string, help: string, pick: (p: ReturnType<Pooler['stats']>['pools'][number]) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: poolLabels,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const p of pooler.stats().pools) this.set({ database: p.database, user: p.user }, pick(p));
+      },
+    });
+  };
+  poolGauge('quicpool_pool_servers_active', 'Server connections lent to clients.', (p) => p.active);
+  poolGauge('quicpool_pool_servers_idle', 'Idle server connections.', (p) => p.idle);
+  poolGauge('quicpool_pool_servers_connecting', 'Server connections being opened.', (p) => p.connecting);
+  poolGauge('quicpool_pool_clients_waiting', 'Clients waiting for a server connection.', (p) => p.waiting);
+  poolGauge('quicpool_pool_server_connects_total', 'Server connections opened (monotonic).', (p) => p.connectsTotal);
+  poolGauge('quicpool_pool_wait_timeouts_total', 'Clients that got no server connection in time (monotonic).', (p) => p.waitTimeoutsTotal);
+
+  new Gauge({
+    name: 'quicpool_clients',
+    help: 'Open client sessions.',
+    labelNames: ['database', 'user', 'transport'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<string, { database: string; user: string; transport: string; n: number }>();
+      for (const c of control.clients()) {
+        const transport = control.clientFactsOf(c)?.info.kind ?? 'unknown';
+        const key = `${c.session.database}\0${c.session.user}\0${transport}`;
+        const e = counts.get(key) ?? { database: c.session.database, user: c.session.user, transport, n: 0 };
+        e.n++;
+        counts.set(key, e);
+      }
+      for (const e of counts.values()) this.set({ database: e.database, user: e.user, transport: e.transport }, e.n);
+    },
+  });
+  new Gauge({
+    name: 'quicpool_clients_accepted_total',
+    help: 'Client sessions accepted since start (monotonic).',
+    registers: [registry],
+    collect() {
+      this.set(pooler.stats().clientsAcceptedTotal);
+    },
+  });
+  new Gauge({
+    name: 'quicpool_clients_refused_total',
+    help: 'Client sessions refused by limits or shutdown (monotonic).',
+    registers: [registry],
+    collect() {
+      this.set(pooler.stats().clientsRefusedTotal);
+    },
+  });
+  new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], collect() { this.set(control.paused ? 1 : 0); } });
+
+  const txLabels = ['database', 'user', 'transport'] as const;
+  const transactions = new Counter({ name: 'quicpool_transactions_total', help: 'Transactions (server connection lent and given back).', labelNames: txLabels, registers: [registry] });
+  const xact = new Histogram({
+    name: 'quicpool_transaction_duration_seconds',
+    help: 'Time a client held a server connection: one transaction (in transaction pooling, the query latency seen at the pooler).',
+    labelNames: txLabels,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const wait = new Histogram({
+    name: 'quicpool_wait_duration_seconds',
+    help: 'Time a client waited for a server connection.',
+    labelNames: txLabels,
+    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [registry],
+  });
+  control.transactionListeners.add((e) => {
+    const labels = { database: e.database, user: e.user, transport: e.transport };
+    transactions.inc(labels);
+    xact.observe(labels, e.xactMs / 1000);
+    wait.observe(labels, e.waitMs / 1000);
+  });
+
+  const quicGauge = (name: string, help: string, pick: (q: QuicListenerRow) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['listener'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const q of quic()) this.set({ listener: q.listener }, pick(q));
+      },
+    });
+  };
+  quicGauge('quicpool_quic_connections', 'Open QUIC connections.', (q) => q.connections);
+  quicGauge('quicpool_quic_streams', 'Open QUIC streams (sessions).', (q) => q.streams);
+  quicGauge('quicpool_quic_handshakes_total', 'QUIC handshakes completed (monotonic).', (q) => q.handshakes);
+  quicGauge('quicpool_quic_datagrams_in_total', 'UDP datagrams received (monotonic).', (q) => q.datagramsIn);
+  quicGauge('quicpool_quic_datagrams_out_total', 'UDP datagrams sent (monotonic).', (q) => q.datagramsOut);
+  quicGauge('quicpool_quic_datagrams_dropped_total', 'Datagrams for no known connection (monotonic).', (q) => q.datagramsDropped);
+  return registry;
+}
+
+export async function serveMetrics(registry: Registry, host: string, port: number): Promise<MetricsEndpoint> {
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '/').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      (e: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(e)),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  return {
+    port: address !== null && typeof address === 'object' ? address.port : port,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}

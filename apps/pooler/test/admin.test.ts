@@ -1,0 +1,265 @@
+// The admin console through the pooler (database "quicpool", admin users only), RELOAD/SIGHUP
+// with valid and invalid files, and the Prometheus endpoint, against the run's real PostgreSQL.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type {} from '@quicpool/pg-fixture';
+import { freePort } from '@quicpool/pg-fixture';
+import { forNodePostgres, QuicDialer } from '@quicpool/transport';
+import { startDaemon } from './daemon.js';
+import type { Daemon } from './daemon.js';
+
+const upstream = inject('pg');
+let dir: string;
+let file: string;
+let daemon: Daemon;
+let port: number;
+let metricsPort: number;
+
+const configText = (poolSize: number, extra = ''): string => `
+[upstream]
+host = "${upstream.host}"
+port = ${upstream.port}
+[pool]
+size = ${poolSize}
+[admin]
+users = ["${upstream.user}"]
+[users.${upstream.user}]
+password = "${upstream.password}"
+[users.${upstream.md5User}]
+password = "${upstream.md5Password}"
+${extra}`;
+
+const connect = async (database: string, user = upstream.user, password = upstream.password): Promise<pg.Client> => {
+  const c = new pg.Client({ host: '127.0.0.1', port, user, password, database });
+  await c.connect();
+  return c;
+};
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'quicpool-admin-'));
+  file = join(dir, 'quicpool.toml');
+  await writeFile(file, configText(4));
+  [port, metricsPort] = [await freePort(), await freePort()];
+  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(port), '--metrics-port', String(metricsPort)]);
+});
+
+afterAll(async () => {
+  if (daemon !== undefined) expect(await daemon.stop()).toBe(0);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('admin console', () => {
+  it('answers every SHOW with the documented columns and plausible values', async () => {
+    const app = await connect(upstream.database);
+    await app.query('BEGIN');
+    await app.query('SELECT 1'); // holds a server connection: one active server, one active client
+    const admin = await connect('quicpool');
+    try {
+      const pools = await admin.query('SHOW POOLS');
+      expect(pools.fields.map((f) => f.name)).toEqual(['database', 'user', 'cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login', 'maxwait', 'maxwait_us', 'pool_mode']);
+      const mine = pools.rows.find((r: Record<string, string>) => r['database'] === upstream.database);
+      expect(mine).toMatchObject({ user: upstream.user, cl_active: '1', sv_active: '1', pool_mode: 'transaction' });
+
+      const clients = await admin.query('SHOW CLIENTS');
+      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport']);
+      expect(clients.rows).toContainEqual(expect.objectContaining({ type: 'C', database: upstream.database, state: 'active', addr: '127.0.0.1', local_port: String(port), transport: 'tcp' }));
+      expect(clients.rows).toContainEqual(expect.objectContaining({ database: 'quicpool', user: upstream.user }));
+
+      const servers = await admin.query('SHOW SERVERS');
+      expect(servers.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'remote_pid']);
+      const active = servers.rows.find((r: Record<string, string>) => r['state'] === 'active');
+      expect(active).toMatchObject({ type: 'S', database: upstream.database, port: String(upstream.port) });
+      const { rows: pid } = await app.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      expect(active?.['remote_pid']).toBe(String(pid[0]?.pid));
+      await app.query('COMMIT');
+
+      const stats = await admin.query('SHOW STATS');
+      expect(stats.fields.map((f) => f.name)).toEqual(['database', 'user', 'total_xact_count', 'total_xact_time', 'total_wait_time', 'avg_xact_time', 'avg_wait_time']);
+      const s = stats.rows.find((r: Record<string, string>) => r['database'] === upstream.database);
+      expect(Number(s?.['total_xact_count'])).toBeGreaterThanOrEqual(1);
+      expect(Number(s?.['total_xact_time'])).toBeGreaterThan(0);
+
+      const config = await admin.query('SHOW CONFIG');
+      expect(config.fields.map((f) => f.name)).toEqual(['key', 'value', 'default', 'changeable']);
+      expect(config.rows).toContainEqual({ key: 'pool.size', value: '4', default: '20', changeable: 'yes' });
+      expect(config.rows).toContainEqual({ key: 'listen.port', value: String(port), default: '6432', changeable: 'no' });
+      expect(JSON.stringify(config.rows)).not.toContain(upstream.password); // secrets never shown
+      expect(config.rows).toContainEqual(expect.objectContaining({ key: `users.${upstream.user}.password`, value: '********' }));
+
+      const quic = await admin.query('SHOW QUIC');
+      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions']);
+      expect(quic.rows).toEqual([expect.objectContaining({ listener: 'quic', connections: '0' })]);
+
+      await expect(admin.query('SHOW NONSENSE')).rejects.toThrow(/expected POOLS, STATS/);
+    } finally {
+      await app.end();
+      await admin.end();
+    }
+  });
+
+  it('shows QUIC sessions in SHOW QUIC, SHOW CLIENTS and the metrics', async () => {
+    const dialer = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca: await readFile(join(dir, 'certs', 'ca.pem'), 'utf8') });
+    const admin = await connect('quicpool');
+    try {
+      const stream = await dialer.open();
+      const q = new pg.Client({ user: upstream.user, password: upstream.password, database: upstream.database, stream: () => forNodePostgres(stream) });
+      await q.connect();
+      await q.query('SELECT 1');
+      const quic = await admin.query('SHOW QUIC');
+      expect(quic.rows[0]).toMatchObject({ listener: 'quic', connections: '1', streams: '1', handshakes: '1' });
+      expect(Number(quic.rows[0]?.['datagrams_in'])).toBeGreaterThan(2);
+      const clients = await admin.query('SHOW CLIENTS');
+      expect(clients.rows).toContainEqual(expect.objectContaining({ database: upstream.database, transport: 'quic', addr: '127.0.0.1', state: 'idle' }));
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).toContain(`quicpool_transactions_total{database="${upstream.database}",user="${upstream.user}",transport="quic"} 1`);
+      expect(metrics).toContain('quicpool_quic_connections{listener="quic"} 1');
+      await q.end();
+    } finally {
+      await admin.end();
+      await dialer.close({ graceful: false });
+    }
+  });
+
+  it('upgrades TCP clients that ask for TLS, verified against the development CA', async () => {
+    const ca = await readFile(join(dir, 'certs', 'ca.pem'), 'utf8');
+    const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: upstream.password, database: upstream.database, ssl: { ca, servername: 'localhost' } });
+    await c.connect();
+    expect((await c.query('SELECT 3 AS three')).rows).toEqual([{ three: 3 }]);
+    await c.end();
+    const wrongCa = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: upstream.password, database: upstream.database, ssl: { servername: 'localhost' } });
+    await expect(wrongCa.connect()).rejects.toThrow(/certificate/);
+  });
+
+  it('PAUSE holds new transactions and RESUME releases them', async () => {
+    const admin = await connect('quicpool');
+    const app = await connect(upstream.database);
+    try {
+      expect((await admin.query('PAUSE')).command).toBe('PAUSE');
+      let done = false;
+      const held = app.query('SELECT 42 AS answer').then((r) => ((done = true), r.rows));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(done).toBe(false);
+      const pools = await admin.query('SHOW POOLS');
+      expect(pools.rows.find((r: Record<string, string>) => r['database'] === upstream.database)?.['cl_waiting']).toBe('1');
+      expect((await admin.query('RESUME')).command).toBe('RESUME');
+      expect(await held).toEqual([{ answer: 42 }]);
+    } finally {
+      await admin.query('RESUME');
+      await app.end();
+      await admin.end();
+    }
+  });
+
+  it('refuses users who are not admin users', async () => {
+    await expect(connect('quicpool', upstream.md5User, upstream.md5Password)).rejects.toThrow(/not an admin user/);
+    const app = await connect(upstream.database, upstream.md5User, upstream.md5Password); // the same user may use real databases
+    expect((await app.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await app.end();
+  });
+
+  it('RELOAD changes pool sizes and users live, without dropping sessions', async () => {
+    const admin = await connect('quicpool');
+    let a: pg.Client | undefined;
+    let b: pg.Client | undefined;
+    try {
+      await expect(connect(upstream.database, upstream.trustUser, 'new-secret')).rejects.toThrow(/password authentication failed/);
+      await writeFile(file, configText(1, `[users.${upstream.trustUser}]\npassword = "new-secret"\n`));
+      expect((await admin.query('RELOAD')).command).toBe('RELOAD');
+      const added = await connect(upstream.database, upstream.trustUser, 'new-secret');
+      expect((await added.query('SELECT current_user AS u')).rows).toEqual([{ u: upstream.trustUser }]);
+      await added.end();
+      // pool.size is now 1 (a pool of its own, so no idle server connection from before can serve
+      // the second client): a second transaction waits for the first.
+      a = await connect('template1');
+      b = await connect('template1');
+      await a.query('BEGIN');
+      await a.query('SELECT 1');
+      let done = false;
+      const second = b.query('SELECT 2 AS two').then((r) => ((done = true), r.rows));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(done).toBe(false);
+      expect((await admin.query('SHOW POOLS')).rows.find((r: Record<string, string>) => r['database'] === 'template1')).toMatchObject({ cl_waiting: '1', sv_active: '1' });
+      await a.query('COMMIT');
+      expect(await second).toEqual([{ two: 2 }]);
+    } finally {
+      await writeFile(file, configText(4));
+      await admin.query('RELOAD');
+      await Promise.all([a?.end(), b?.end(), admin.end()]);
+    }
+  });
+
+  it('RELOAD applies a valid file live and keeps the old config when the new one is invalid', async () => {
+    const admin = await connect('quicpool');
+    try {
+      await writeFile(file, configText(7));
+      expect((await admin.query('RELOAD')).command).toBe('RELOAD');
+      expect((await admin.query('SHOW CONFIG')).rows).toContainEqual(expect.objectContaining({ key: 'pool.size', value: '7' }));
+
+      await writeFile(file, configText(9, '[limits]\nmax_client_connections = "lots"\n'));
+      await expect(admin.query('RELOAD')).rejects.toThrow(/RELOAD failed, the old configuration stays: .*limits\.max_client_connections: expected a whole number/);
+      daemon.child.kill('SIGHUP');
+      await daemon.waitFor(/reload failed, the old configuration stays.*limits\.max_client_connections|limits\.max_client_connections.*reload failed, the old configuration stays/);
+      expect((await admin.query('SHOW CONFIG')).rows).toContainEqual(expect.objectContaining({ key: 'pool.size', value: '7' }));
+      const app = await connect(upstream.database);
+      expect((await app.query('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]); // still serving
+      await app.end();
+
+      await writeFile(file, configText(7, '[listen]\nhost = "0.0.0.0"\n'));
+      daemon.child.kill('SIGHUP');
+      await daemon.waitFor(/need a restart and keep their old value: listen\.host/);
+    } finally {
+      await writeFile(file, configText(7));
+      await admin.end();
+    }
+  });
+});
+
+/** Minimal Prometheus text-format parser: `name{labels} value` samples; throws on a malformed line. */
+function parseExposition(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    if (m === null) throw new Error(`not exposition format: ${line}`);
+    samples.set(`${m[1] ?? ''}${m[2] ?? ''}`, Number(m[3]));
+  }
+  return samples;
+}
+
+describe('logs', () => {
+  it('are JSON lines with login events and never carry a password', () => {
+    const lines = daemon.output().split('\n').filter((l) => l.startsWith('{'));
+    const events = lines.map((l) => JSON.parse(l) as { msg: string; level: number; user?: string; database?: string });
+    expect(events).toContainEqual(expect.objectContaining({ msg: 'client logged in', level: 30, user: upstream.user, database: upstream.database }));
+    expect(events).toContainEqual(expect.objectContaining({ msg: 'client refused', user: upstream.md5User, database: 'quicpool' }));
+    expect(daemon.output()).not.toContain(upstream.password);
+    expect(daemon.output()).not.toContain(upstream.md5Password);
+  });
+});
+
+describe('metrics endpoint', () => {
+  it('serves valid exposition format whose counters move with traffic', async () => {
+    const scrape = async (): Promise<Map<string, number>> => {
+      const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      return parseExposition(await res.text());
+    };
+    const key = `{database="${upstream.database}",user="${upstream.user}",transport="tcp"}`;
+    const before = await scrape();
+    const app = await connect(upstream.database);
+    for (let i = 0; i < 5; i++) await app.query('SELECT 1');
+    const during = await scrape();
+    await app.end();
+    expect((during.get(`quicpool_transactions_total${key}`) ?? 0) - (before.get(`quicpool_transactions_total${key}`) ?? 0)).toBe(5);
+    expect(during.get(`quicpool_transaction_duration_seconds_count${key}`)).toBe(during.get(`quicpool_transactions_total${key}`));
+    expect(during.get(`quicpool_clients${key}`)).toBe(1);
+    expect(during.get('quicpool_clients_accepted_total')).toBeGreaterThan(before.get('quicpool_clients_accepted_total') ?? 0);
+    expect(during.get(`quicpool_pool_server_connects_total{database="${upstream.database}",user="${upstream.user}"}`)).toBeGreaterThanOrEqual(1);
+    expect(during.has('quicpool_quic_connections{listener="quic"}')).toBe(true);
+    expect(during.get('quicpool_process_resident_memory_bytes')).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,89 @@
+// Runs `node dist/cli.js ...` as a user would, collects its output, and always ends it.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export interface Daemon {
+  readonly child: ChildProcess;
+  /** Everything printed so far (stdout + stderr). */
+  output(): string;
+  /** Wall-clock time from spawn to the "ready" banner (ms). */
+  readonly readyMs: number;
+  /** Resolves when `pattern` appears in the output. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+
+export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [cli, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  running.add(child);
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (running.delete(child), resolve(code))));
+  const waiters = new Set<() => void>();
+  const onData = (b: Buffer): void => {
+    out += b.toString();
+    for (const w of waiters) w();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const waitFor = (pattern: RegExp, timeoutMs = 30_000): Promise<RegExpExecArray> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const m = pattern.exec(out);
+        if (m === null) return;
+        waiters.delete(check);
+        clearTimeout(timer);
+        resolve(m);
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`no ${String(pattern)} within ${timeoutMs} ms:\n${out}`));
+      }, timeoutMs);
+      waiters.add(check);
+      void exited.then((code) => {
+        if (!waiters.has(check)) return;
+        waiters.delete(check);
+        clearTimeout(timer);
+        reject(new Error(`quicpool exited with ${code} before ${String(pattern)}:\n${out}`));
+      });
+      check();
+    });
+  try {
+    await waitFor(/quicpool is ready/);
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
+  const readyMs = performance.now() - t0;
+  return {
+    child,
+    output: () => out,
+    readyMs,
+    waitFor,
+    stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs a short CLI command to completion. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,215 @@
+// What an operator (admin console, metrics, reload) needs from a running pooler and that the
+// session code does not: PAUSE/RESUME, a virtual admin database routed to an in-process server,
+// live settings for reload, and per-client / per-backend facts for SHOW CLIENTS / SHOW SERVERS.
+import type { SessionInfo, TransportKind } from '@quicpool/transport';
+import { SQLSTATE } from '@quicpool/wire';
+import type { Backend } from '../backend/backend.js';
+import { connectBackend } from '../backend/connect.js';
+import type { BackendConnection, BackendLogin } from '../backend/connect.js';
+import { DEFAULT_POOL_SETTINGS } from '../config/pool-settings.js';
+import type { PoolSettings } from '../config/pool-settings.js';
+import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
+import type { Waiter } from '../pool/pool.js';
+import type { ClientConnection } from '../driver/client-connection.js';
+import { GatedPool } from './gated-pool.js';
+
+/** The admin console's database: its pool logs in to an in-process server instead of Postgres. */
+export interface AdminRoute {
+  readonly database: string;
+  readonly host: string;
+  readonly port: number;
+  /** Secret the pool logs in with (the console server accepts nothing else). */
+  readonly password: string;
+  /** Users allowed to open the admin database (they authenticate to the pooler as usual). */
+  readonly users: ReadonlySet<string>;
+}
+
+export interface TransactionEvent {
+  readonly database: string;
+  readonly user: string;
+  readonly transport: TransportKind | 'unknown';
+  /** Time the client waited for a backend (ms). */
+  readonly waitMs: number;
+  /** Time the client held the backend: one transaction in transaction pooling (ms). */
+  readonly xactMs: number;
+}
+
+/** Connection and admission events (the daemon logs them at info). */
+export type ClientEvent =
+  | { readonly type: 'connected'; readonly info: SessionInfo }
+  | { readonly type: 'admitted'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string }
+  | { readonly type: 'refused'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string; readonly sqlstate: string; readonly message: string }
+  | { readonly type: 'closed'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string; readonly durationMs: number };
+
+export interface PoolCounters {
+  xactCount: number;
+  xactMsTotal: number;
+  waitCount: number;
+  waitMsTotal: number;
+}
+
+export interface ServerFacts {
+  readonly database: string;
+  readonly user: string;
+  readonly connectedAt: number;
+  readonly connection: BackendConnection;
+}
+
+export interface ClientFacts {
+  readonly info: SessionInfo;
+  readonly connectedAt: number;
+}
+
+const poolKey = (database: string, user: string): string => `${database}\0${user}`;
+
+export class PoolerControl {
+  private pausedAll = false;
+  private readonly pools = new Set<GatedPool>();
+  private readonly clientFacts = new WeakMap<object, ClientFacts>();
+  private readonly held = new WeakMap<Backend, { assignedAt: number; waitMs: number; transport: TransportKind | 'unknown' }>();
+  readonly servers = new Set<ServerFacts>();
+  readonly counters = new Map<string, PoolCounters & { readonly database: string; readonly user: string }>();
+  readonly transactionListeners = new Set<(e: TransactionEvent) => void>();
+  readonly clientListeners = new Set<(e: ClientEvent) => void>();
+  adminRoute: AdminRoute | undefined;
+
+  constructor(
+    private readonly config: () => ResolvedPoolerConfig,
+    /** The open client sessions (SHOW CLIENTS). */
+    readonly clients: () => ReadonlySet<ClientConnection>,
+  ) {}
+
+  get paused(): boolean {
+    return this.pausedAll;
+  }
+
+  /** PAUSE: transactions that have not started wait until resume(); running ones finish. */
+  pause(): void {
+    this.pausedAll = true;
+  }
+
+  resume(): void {
+    this.pausedAll = false;
+    for (const p of this.pools) p.releaseHeld();
+  }
+
+  /** Backends currently lent to clients outside the admin database (PAUSE waits for 0). */
+  activeServers(): number {
+    let n = 0;
+    for (const p of this.pools) if (p.database !== this.adminRoute?.database) n += p.stats().active;
+    return n;
+  }
+
+  /** QUIC sessions whose first bytes arrived as 0-RTT early data. */
+  earlyDataSessions = 0;
+
+  clientAccepted(client: object, info: SessionInfo): void {
+    this.clientFacts.set(client, { info, connectedAt: Date.now() });
+    if (info.quic?.earlyData === true) this.earlyDataSessions++;
+    this.emit({ type: 'connected', info });
+  }
+
+  clientAdmitted(client: object, database: string, user: string, refused: { sqlstate: string; message: string } | undefined): void {
+    const info = this.clientFacts.get(client)?.info;
+    this.emit(refused === undefined ? { type: 'admitted', info, database, user } : { type: 'refused', info, database, user, ...refused });
+  }
+
+  clientClosed(client: ClientConnection): void {
+    const facts = this.clientFacts.get(client);
+    const durationMs = facts === undefined ? 0 : Date.now() - facts.connectedAt;
+    this.emit({ type: 'closed', info: facts?.info, database: client.session.database, user: client.session.user, durationMs });
+  }
+
+  private emit(e: ClientEvent): void {
+    for (const l of this.clientListeners) l(e);
+  }
+
+  clientFactsOf(client: object): ClientFacts | undefined {
+    return this.clientFacts.get(client);
+  }
+
+  /** An extra admission rule: the admin database is for admin users only. */
+  refusal(database: string, user: string): { sqlstate: string; message: string } | undefined {
+    const route = this.adminRoute;
+    if (route === undefined || database !== route.database || route.users.has(user)) return undefined;
+    return { sqlstate: SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION, message: `user "${user}" is not an admin user of the "${database}" console` };
+  }
+
+  createPool(database: string, user: string): GatedPool {
+    const cfg = this.config;
+    const route = this.adminRoute !== undefined && database === this.adminRoute.database ? this.adminRoute : undefined;
+    // Getters: a reload (new config) reaches existing pools without rebuilding them.
+    const login: BackendLogin = {
+      database,
+      user,
+      get host() {
+        return route?.host ?? cfg().server.host;
+      },
+      get port() {
+        return route?.port ?? cfg().server.port;
+      },
+      get password() {
+        return route?.password ?? cfg().users.get(user)?.serverPassword;
+      },
+      get connectTimeoutMs() {
+        return cfg().server.connectTimeoutMs;
+      },
+    };
+    const settings = {} as PoolSettings;
+    for (const key of Object.keys(DEFAULT_POOL_SETTINGS) as (keyof PoolSettings)[]) {
+      Object.defineProperty(settings, key, { enumerable: true, get: () => cfg().pool[key] });
+    }
+    const servers = this.servers;
+    const deps = {
+      now: () => Date.now(),
+      connect: async (l: BackendLogin): Promise<BackendConnection> => {
+        const connection = await connectBackend(l);
+        const facts: ServerFacts = { database, user, connectedAt: Date.now(), connection };
+        servers.add(facts);
+        connection.socket.once('close', () => servers.delete(facts));
+        return connection;
+      },
+    };
+    const pool = new GatedPool(database, user, settings, login, deps, {
+      isPaused: (db) => this.pausedAll && db !== this.adminRoute?.database,
+      assigned: (p, w, b, waitMs) => this.assigned(p, w, b, waitMs),
+      released: (p, b) => this.released(p, b),
+    });
+    this.pools.add(pool);
+    return pool;
+  }
+
+  poolClosed(pool: object): void {
+    for (const p of this.pools) if (p === pool) this.pools.delete(p);
+  }
+
+  private countersOf(database: string, user: string): PoolCounters {
+    const key = poolKey(database, user);
+    let c = this.counters.get(key);
+    if (c === undefined) {
+      c = { database, user, xactCount: 0, xactMsTotal: 0, waitCount: 0, waitMsTotal: 0 };
+      this.counters.set(key, c);
+    }
+    return c;
+  }
+
+  private assigned(pool: GatedPool, waiter: Waiter, b: Backend, waitMs: number): void {
+    const c = this.countersOf(pool.database, pool.user);
+    c.waitCount++;
+    c.waitMsTotal += waitMs;
+    const transport = this.clientFacts.get(waiter)?.info.kind ?? 'unknown';
+    this.held.set(b, { assignedAt: performance.now(), waitMs, transport });
+  }
+
+  private released(pool: GatedPool, b: Backend): void {
+    const h = this.held.get(b);
+    if (h === undefined) return;
+    this.held.delete(b);
+    const xactMs = performance.now() - h.assignedAt;
+    const c = this.countersOf(pool.database, pool.user);
+    c.xactCount++;
+    c.xactMsTotal += xactMs;
+    const event: TransactionEvent = { database: pool.database, user: pool.user, transport: h.transport, waitMs: h.waitMs, xactMs };
+    for (const l of this.transactionListeners) l(event);
+  }
+}
