@@ -2,20 +2,33 @@
 // script, a few seconds each, zero failed transactions. Skipped with a printed reason only when
 // pgbench is not installed.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgInfo, startPooler } from './pooler-helpers.js';
 import type { TestPooler } from './pooler-helpers.js';
 
+/** pgbench on PATH, else in `pg_config --bindir`, else in Debian's /usr/lib/postgresql/<major>/bin. */
 function findPgbench(): string | null {
+  const works = (bin: string): boolean => {
+    try {
+      execFileSync(bin, ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (works('pgbench')) return 'pgbench';
+  const dirs: string[] = [];
   try {
-    execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
-    return 'pgbench';
+    dirs.push(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim());
   } catch {
-    return null;
+    // no pg_config
   }
+  const debian = '/usr/lib/postgresql';
+  if (existsSync(debian)) for (const v of readdirSync(debian).sort().reverse()) dirs.push(join(debian, v, 'bin'));
+  return dirs.map((d) => join(d, 'pgbench')).find((b) => existsSync(b) && works(b)) ?? null;
 }
 const pgbench = findPgbench();
 if (pgbench === null) console.log('pgbench test skipped: pgbench is not installed (apt-get install postgresql-client)');

@@ -1,0 +1,52 @@
+// `pnpm bench:lan`: pgbench -S direct vs through quicpool (TCP) vs through PgBouncer (when
+// installed), on loopback, in one run.
+//   node dist/bin/lan.js [--json] [--duration 20] [--quick] [--rounds 1] [--warmup 2] [--clients 50]
+//                        [--jobs 2] [--pool-size 20] [--profile DIR]
+// --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported (noisy machines). --profile: a V8 CPU profile of the quicpool worker into DIR.
+// With --json the last line is one JSON object of the figures. This program is also the forked
+// quicpool worker of its own runs (WORKER_FLAG).
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { runLan } from '../lan/run-lan.js';
+import { runQuicpoolWorker, WORKER_FLAG } from '../lan/quicpool-process.js';
+import type { QuicpoolWorkerConfig } from '../lan/quicpool-process.js';
+
+const workerAt = process.argv.indexOf(WORKER_FLAG);
+if (workerAt >= 0) {
+  await runQuicpoolWorker(JSON.parse(process.argv[workerAt + 1] ?? '{}') as QuicpoolWorkerConfig);
+} else {
+  const { values } = parseArgs({
+    options: {
+      json: { type: 'boolean', default: false },
+      quick: { type: 'boolean', default: false },
+      duration: { type: 'string' },
+      warmup: { type: 'string', default: '2' },
+      rounds: { type: 'string', default: '1' },
+      clients: { type: 'string', default: '50' },
+      jobs: { type: 'string', default: '2' },
+      'pool-size': { type: 'string', default: '20' },
+      profile: { type: 'string' },
+    },
+  });
+  const positive = (name: string, v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${v}`);
+    return n;
+  };
+  try {
+    await runLan({
+      durationS: positive('duration', values.duration ?? (values.quick ? '5' : '20')),
+      warmupS: positive('warmup', values.warmup),
+      rounds: Math.max(1, positive('rounds', values.rounds)),
+      clients: positive('clients', values.clients),
+      jobs: positive('jobs', values.jobs),
+      poolSize: positive('pool-size', values['pool-size']),
+      json: values.json,
+      profileDir: values.profile ?? null,
+      script: fileURLToPath(import.meta.url),
+    });
+  } catch (e) {
+    process.stderr.write(`bench:lan failed: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,71 @@
+// quicpool in its own child process (createPooler + listenTcp), so its CPU can be measured alone.
+// The bench program forks itself with WORKER_FLAG; the worker prints "PORT <n>" once listening
+// and closes on SIGTERM or when its stdin (held by the bench) ends.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { createPooler } from '@quicpool/pooler';
+import { listenTcp } from '@quicpool/transport';
+
+export const WORKER_FLAG = '--quicpool-worker';
+
+export interface QuicpoolWorkerConfig {
+  readonly serverHost: string;
+  readonly serverPort: number;
+  readonly user: string;
+  readonly password: string;
+  readonly poolSize: number;
+}
+
+export interface RunningQuicpool {
+  readonly port: number;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/** The worker side: runs until SIGTERM. */
+export async function runQuicpoolWorker(config: QuicpoolWorkerConfig): Promise<void> {
+  const pooler = createPooler({
+    server: { host: config.serverHost, port: config.serverPort },
+    users: { [config.user]: { password: config.password } },
+    pool: { poolSize: config.poolSize, poolMode: 'transaction' },
+  });
+  const listener = await listenTcp({ host: '127.0.0.1', port: 0 });
+  pooler.listen(listener);
+  process.stdout.write(`PORT ${listener.address().port}\n`);
+  const stop = (): void => void pooler.close({ graceful: false }).finally(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  // The bench holds our stdin open: if it dies, stdin ends and we go too (no orphaned pooler).
+  process.stdin.on('end', stop).resume();
+}
+
+/** The bench side: forks `script` as a worker; `nodeFlags` e.g. ['--cpu-prof', '--cpu-prof-dir=x']. */
+export function startQuicpool(script: string, config: QuicpoolWorkerConfig, nodeFlags: readonly string[] = []): Promise<RunningQuicpool> {
+  const child = spawn(process.execPath, [...nodeFlags, script, WORKER_FLAG, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('quicpool worker did not start within 10 s'));
+    }, 10_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`quicpool worker exited (${code ?? 'signal'}) before listening`));
+    });
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      const m = /^PORT (\d+)$/.exec(line);
+      if (m === null || child.pid === undefined) return;
+      clearTimeout(timer);
+      resolve({
+        port: Number(m[1]),
+        pid: child.pid,
+        async stop(): Promise<void> {
+          child.kill('SIGTERM');
+          const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+          await exited;
+          clearTimeout(t);
+        },
+      });
+    });
+  });
+}

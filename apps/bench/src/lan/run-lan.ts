@@ -1,0 +1,179 @@
+// `pnpm bench:lan`: pgbench -S on loopback, in one run, direct to Postgres, through quicpool (TCP,
+// its own process) and through PgBouncer when installed (transaction mode, same pool size).
+// Per target: tps, mean and p99 latency, the pooler's CPU µs per transaction, load average.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPostgres } from '@quicpool/pg-fixture';
+import { describeMachine, machineLine } from '../report/machine.js';
+import { findPgbench, p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
+import type { PgbenchTarget } from './pgbench.js';
+import { findPgbouncer, startPgbouncer } from './pgbouncer.js';
+import { processCpuMicros, processSyscalls } from './proc-cpu.js';
+import { startQuicpool } from './quicpool-process.js';
+
+export interface LanOptions {
+  readonly durationS: number;
+  /** Rounds of (direct, quicpool, PgBouncer), interleaved so slow drifts in load hit all alike. */
+  readonly rounds: number;
+  readonly warmupS: number;
+  readonly clients: number;
+  readonly jobs: number;
+  readonly poolSize: number;
+  readonly json: boolean;
+  /** Folder for a --cpu-prof of the quicpool worker, or null. */
+  readonly profileDir: string | null;
+  /** This program's own file (forked as the quicpool worker). */
+  readonly script: string;
+}
+
+export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer';
+
+export interface TargetRow {
+  readonly target: TargetName;
+  readonly round: number;
+  readonly tps: number;
+  readonly transactions: number;
+  readonly failed: number;
+  readonly latencyMeanMs: number;
+  readonly latencyP99Ms: number | null;
+  /** The pooler process's CPU per transaction (null for direct). */
+  readonly cpuUsPerTx: number | null;
+  /** Cores the pooler used on average during the run. */
+  readonly cpuCores: number | null;
+  /** quicpool's read() and write() syscalls per transaction (/proc/<pid>/io); null for the others. */
+  readonly syscallsPerTx: { readonly reads: number; readonly writes: number } | null;
+  readonly loadAvg1mBefore: number;
+  readonly loadAvg1mAfter: number;
+}
+
+const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
+const log = (s: string): void => void process.stderr.write(`${s}\n`);
+
+export async function runLan(o: LanOptions): Promise<void> {
+  const pgbench = findPgbench();
+  if (pgbench === null) throw new Error('pgbench is not installed (Debian: apt-get install postgresql-client); bench:lan needs it');
+  const pgbouncerBin = findPgbouncer();
+  if (pgbouncerBin === null) log('PgBouncer is not installed (apt-get install pgbouncer): its column stays empty');
+  const machine = describeMachine();
+  const pg = await startPostgres({ settings: { max_connections: String(Math.max(300, o.clients * 3)) } });
+  const logDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-lan-'));
+  const rows: TargetRow[] = [];
+  let pgbouncerVersion: string | null = null;
+  try {
+    const info = pg.info;
+    const direct: PgbenchTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
+    log(`pgbench -i -s 1 (direct) ...`);
+    await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
+    const base = ['-S', '-c', String(o.clients), '-j', String(o.jobs)];
+    let round = 1;
+    const measure = async (target: TargetName, port: number, pid: number | null): Promise<void> => {
+      const t: PgbenchTarget = { ...direct, port };
+      if (o.warmupS > 0) await runPgbench(pgbench, t, [...base, '-T', String(o.warmupS)], (o.warmupS + 60) * 1000);
+      log(`round ${round}/${o.rounds}: pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} -> ${target} ...`);
+      const prefix = `${target}-r${round}`;
+      const before = load1();
+      const cpu0 = pid === null ? null : processCpuMicros(pid);
+      // /proc/<pid>/io counts read()/write() only: Node's; PgBouncer's recv()/send() would show 0.
+      const countIo = target === 'quicpoolTcp' && pid !== null;
+      const io0 = countIo ? processSyscalls(pid) : null;
+      const started = process.hrtime.bigint();
+      const out = await runPgbench(pgbench, t, [...base, '-T', String(o.durationS), '-l', `--log-prefix=${join(logDir, prefix)}`], (o.durationS + 60) * 1000);
+      const elapsedUs = Number(process.hrtime.bigint() - started) / 1000;
+      const cpu1 = pid === null ? null : processCpuMicros(pid);
+      const io1 = countIo ? processSyscalls(pid) : null;
+      const s = parseSummary(out);
+      const cpuUs = cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null;
+      rows.push({
+        target,
+        round,
+        ...s,
+        latencyP99Ms: await p99FromLogs(logDir, prefix),
+        cpuUsPerTx: cpuUs !== null && s.transactions > 0 ? cpuUs / s.transactions : null,
+        cpuCores: cpuUs !== null ? cpuUs / elapsedUs : null,
+        syscallsPerTx: io0 !== null && io1 !== null && s.transactions > 0
+          ? { reads: (io1.reads - io0.reads) / s.transactions, writes: (io1.writes - io0.writes) / s.transactions }
+          : null,
+        loadAvg1mBefore: before,
+        loadAvg1mAfter: load1(),
+      });
+    };
+    const pooled = { serverHost: info.host, serverPort: info.port, user: info.user, password: info.password, poolSize: o.poolSize };
+
+    const flags = o.profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`];
+    const qp = await startQuicpool(o.script, pooled, flags);
+    try {
+      const pb = pgbouncerBin === null ? null : await startPgbouncer(pgbouncerBin, pooled);
+      pgbouncerVersion = pb?.version ?? null;
+      try {
+        for (; round <= o.rounds; round++) {
+          await measure('direct', info.port, null);
+          await measure('quicpoolTcp', qp.port, qp.pid);
+          if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
+        }
+      } finally {
+        await pb?.stop();
+      }
+    } finally {
+      await qp.stop();
+    }
+  } finally {
+    rmSync(logDir, { recursive: true, force: true });
+    await pg.stop();
+  }
+  report(o, rows, machineLine(machine), pgbouncerVersion);
+}
+
+/** Median of the numbers that are there (null when none). */
+function median(xs: readonly (number | null)[]): number | null {
+  const v = xs.filter((x): x is number => x !== null && Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  const mid = v.length >> 1;
+  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
+}
+
+function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbouncerVersion: string | null): void {
+  const of = (t: TargetName) => rows.filter((r) => r.target === t);
+  const med = (t: TargetName, get: (r: TargetRow) => number | null): number | null => median(of(t).map(get));
+  const f = (x: number | null | undefined, d: number) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d));
+  const name = (t: TargetName) => (t === 'pgbouncer' && pgbouncerVersion !== null ? `pgbouncer (${pgbouncerVersion})` : t);
+  const lines = [
+    `bench:lan  pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} (simple protocol), pool size ${o.poolSize}, transaction pooling, ${o.rounds} round(s)`,
+    machine,
+    '',
+    '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | pooler cores | read+write syscalls/tx (quicpool) | load avg 1m before/after |',
+    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...rows.map((r) =>
+      `| ${r.round} | ${name(r.target)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
+  ];
+  // The ratio of each round (same conditions), then their median.
+  const ratios = of('quicpoolTcp').map((q) => {
+    const p = rows.find((r) => r.target === 'pgbouncer' && r.round === q.round);
+    return p !== undefined && p.tps > 0 ? q.tps / p.tps : null;
+  });
+  const ratio = median(ratios);
+  lines.push('');
+  lines.push(ratio === null
+    ? 'quicpool / PgBouncer tps: - (PgBouncer not installed)'
+    : `quicpool / PgBouncer tps: ${ratio.toFixed(2)}x${o.rounds > 1 ? ` (median of rounds: ${ratios.map((x) => f(x, 2)).join(', ')})` : ''} (target >= 0.75x: ${ratio >= 0.75 ? 'met' : 'NOT met'})`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  if (o.json) {
+    const pick = (get: (r: TargetRow) => number | null) => ({ direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get) });
+    const summary = {
+      bench: 'lan',
+      statistic: o.rounds > 1 ? 'median of rounds' : 'single round',
+      tps: pick((r) => r.tps),
+      latencyMeanMs: pick((r) => r.latencyMeanMs),
+      latencyP99Ms: pick((r) => r.latencyP99Ms),
+      failed: pick((r) => r.failed),
+      cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx) },
+      cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
+      quicpoolVsPgbouncerTps: ratio,
+      quicpoolVsPgbouncerTpsByRound: ratios,
+      rounds: rows,
+      config: { durationS: o.durationS, rounds: o.rounds, clients: o.clients, jobs: o.jobs, poolSize: o.poolSize, pgbouncer: pgbouncerVersion },
+      machine,
+    };
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+  }
+}
