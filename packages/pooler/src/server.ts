@@ -5,6 +5,7 @@ import { resolvePoolerConfig } from './config/pooler-config.js';
 import type { PoolerConfig, ResolvedPoolerConfig } from './config/pooler-config.js';
 import { PoolerCore } from './driver/pooler-core.js';
 import type { PoolerStats } from './driver/pooler-core.js';
+import type { PoolerControl } from './admin/control.js';
 
 export interface CloseOptions {
   /** Let transactions in progress finish (up to deadlineMs) before closing their clients. Default true. */
@@ -19,6 +20,13 @@ export interface Pooler {
   listen(listener: SessionListener): void;
   close(options?: CloseOptions): Promise<void>;
   stats(): PoolerStats;
+  /** Operator hooks: PAUSE/RESUME, the admin database route, SHOW facts (see admin/control.ts). */
+  readonly control: PoolerControl;
+  /**
+   * Applies a new config to the running pooler (users, pool settings, limits, server address for
+   * new backends); sessions stay open. Throws ConfigError and keeps the old config when invalid.
+   */
+  reconfigure(config: PoolerConfig): ResolvedPoolerConfig;
 }
 
 export function createPooler(config: PoolerConfig): Pooler {
@@ -26,12 +34,14 @@ export function createPooler(config: PoolerConfig): Pooler {
   const core = new PoolerCore(resolved);
   const listeners = new Set<SessionListener>();
   let closing: Promise<void> | null = null;
+  /** Set by close({ graceful: false }) during a graceful close: cut the drain short. */
+  let forced = false;
 
   const waitForClients = (deadline: number): Promise<boolean> =>
     new Promise<boolean>((resolve) => {
       const tick = (): void => {
         if (core.clients.size === 0) return resolve(true);
-        if (Date.now() >= deadline) return resolve(false);
+        if (Date.now() >= deadline || forced) return resolve(false);
         setTimeout(tick, 20);
       };
       tick();
@@ -53,7 +63,15 @@ export function createPooler(config: PoolerConfig): Pooler {
   }
 
   return {
-    config: resolved,
+    get config(): ResolvedPoolerConfig {
+      return core.config;
+    },
+    control: core.control,
+    reconfigure(config: PoolerConfig): ResolvedPoolerConfig {
+      const next = resolvePoolerConfig(config);
+      core.config = next;
+      return next;
+    },
     listen(listener: SessionListener): void {
       if (closing !== null) throw new Error('pooler is closed');
       listeners.add(listener);
@@ -66,6 +84,7 @@ export function createPooler(config: PoolerConfig): Pooler {
       });
     },
     close(options: CloseOptions = {}): Promise<void> {
+      if (closing !== null && options.graceful === false) forced = true;
       closing ??= doClose(options);
       return closing;
     },

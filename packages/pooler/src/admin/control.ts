@@ -62,11 +62,22 @@ export interface ClientFacts {
 
 const poolKey = (database: string, user: string): string => `${database}\0${user}`;
 
+interface HeldRecord {
+  active: boolean;
+  assignedAt: number;
+  waitMs: number;
+  /** The client holding the backend (its transport is looked up only when someone listens). */
+  waiter: Waiter | null;
+}
+
+type Counters = PoolCounters & { readonly database: string; readonly user: string };
+
 export class PoolerControl {
   private pausedAll = false;
   private readonly pools = new Set<GatedPool>();
   private readonly clientFacts = new WeakMap<object, ClientFacts>();
-  private readonly held = new WeakMap<Backend, { assignedAt: number; waitMs: number; transport: TransportKind | 'unknown' }>();
+  /** One record per backend, created at its first assignment and reused for every later one. */
+  private readonly held = new WeakMap<Backend, HeldRecord>();
   readonly servers = new Set<ServerFacts>();
   readonly counters = new Map<string, PoolCounters & { readonly database: string; readonly user: string }>();
   readonly transactionListeners = new Set<(e: TransactionEvent) => void>();
@@ -170,10 +181,13 @@ export class PoolerControl {
         return connection;
       },
     };
+    // The pool's counters, found once (on its first transaction, as before) instead of by a rebuilt key per call.
+    let counters: Counters | undefined;
+    const countersOfPool = (): Counters => (counters ??= this.countersOf(database, user));
     const pool = new GatedPool(database, user, settings, login, deps, {
       isPaused: (db) => this.pausedAll && db !== this.adminRoute?.database,
-      assigned: (p, w, b, waitMs) => this.assigned(p, w, b, waitMs),
-      released: (p, b) => this.released(p, b),
+      assigned: (_p, w, b, waitMs) => this.assigned(countersOfPool(), w, b, waitMs),
+      released: (p, b) => this.released(p, countersOfPool(), b),
     });
     this.pools.add(pool);
     return pool;
@@ -183,7 +197,7 @@ export class PoolerControl {
     for (const p of this.pools) if (p === pool) this.pools.delete(p);
   }
 
-  private countersOf(database: string, user: string): PoolCounters {
+  private countersOf(database: string, user: string): Counters {
     const key = poolKey(database, user);
     let c = this.counters.get(key);
     if (c === undefined) {
@@ -193,23 +207,33 @@ export class PoolerControl {
     return c;
   }
 
-  private assigned(pool: GatedPool, waiter: Waiter, b: Backend, waitMs: number): void {
-    const c = this.countersOf(pool.database, pool.user);
+  private assigned(c: PoolCounters, waiter: Waiter, b: Backend, waitMs: number): void {
     c.waitCount++;
     c.waitMsTotal += waitMs;
-    const transport = this.clientFacts.get(waiter)?.info.kind ?? 'unknown';
-    this.held.set(b, { assignedAt: performance.now(), waitMs, transport });
+    const assignedAt = performance.now();
+    const h = this.held.get(b);
+    if (h === undefined) {
+      this.held.set(b, { active: true, assignedAt, waitMs, waiter });
+      return;
+    }
+    h.active = true;
+    h.assignedAt = assignedAt;
+    h.waitMs = waitMs;
+    h.waiter = waiter;
   }
 
-  private released(pool: GatedPool, b: Backend): void {
+  private released(pool: GatedPool, c: PoolCounters, b: Backend): void {
     const h = this.held.get(b);
-    if (h === undefined) return;
-    this.held.delete(b);
+    if (h === undefined || !h.active) return;
+    h.active = false;
+    const waiter = h.waiter;
+    h.waiter = null;
     const xactMs = performance.now() - h.assignedAt;
-    const c = this.countersOf(pool.database, pool.user);
     c.xactCount++;
     c.xactMsTotal += xactMs;
-    const event: TransactionEvent = { database: pool.database, user: pool.user, transport: h.transport, waitMs: h.waitMs, xactMs };
+    if (this.transactionListeners.size === 0) return; // no event built when nobody listens
+    const transport = (waiter === null ? undefined : this.clientFacts.get(waiter)?.info.kind) ?? 'unknown';
+    const event: TransactionEvent = { database: pool.database, user: pool.user, transport, waitMs: h.waitMs, xactMs };
     for (const l of this.transactionListeners) l(event);
   }
 }

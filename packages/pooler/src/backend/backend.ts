@@ -3,6 +3,7 @@
 import type net from 'node:net';
 import { decodeBackendMessage, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
+import { BatchedWriter } from '../driver/batched-writer.js';
 import type { BackendConnection } from './connect.js';
 
 export type BackendState =
@@ -42,6 +43,8 @@ export class Backend {
   resetPending = 0;
   resetFailed = false;
   private readonly decoder: BackendDecoder;
+  /** A client's pipeline (Parse/Bind/Describe/Execute/Sync) leaves in one write per turn. */
+  private readonly writer: BatchedWriter;
 
   constructor(
     c: BackendConnection,
@@ -55,18 +58,27 @@ export class Backend {
     this.parameters = c.parameters;
     this.createdAt = now;
     this.lastUsedAt = now;
+    this.writer = new BatchedWriter(c.socket);
     c.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     c.socket.on('error', (e: Error) => this.lost(e.message));
     c.socket.on('close', () => this.lost('server closed the connection'));
   }
 
+  /** Forwarded client messages: collected and written once per event-loop turn. */
   write(bytes: Buffer): boolean {
+    return this.writer.write(bytes);
+  }
+
+  /** The pooler's own queries (rollback, reset, health check): written at once, after anything collected. */
+  writeNow(bytes: Buffer): boolean {
+    this.writer.flush();
     return this.socket.write(bytes);
   }
 
   /** Closes the connection politely (Terminate) or abruptly; the pool hears of it via onClosed. */
   close(): void {
     if (this.socket.destroyed) return;
+    this.writer.flush();
     this.socket.end(TERMINATE);
     this.socket.destroySoon();
   }

@@ -30,6 +30,14 @@ export interface PoolSettings {
   readonly serverCheckDelayMs: number;
   /** Health check query; the empty query costs the server least. */
   readonly serverCheckQuery: string;
+  /**
+   * Transaction pooling: a statement that leaves session state (LISTEN, session advisory locks,
+   * WITH HOLD cursors, temp tables, SET of untracked settings, SQL PREPARE): 'pin' the backend to
+   * the client until it goes, 'reject' it (0A000), or 'reset' the backend on release.
+   */
+  readonly sessionStatePolicy: 'pin' | 'reject' | 'reset';
+  /** Transaction pooling: named prepared statements kept per backend (LRU; evicted with Close). */
+  readonly preparedStatementCacheSize: number;
 }
 
 export const DEFAULT_POOL_SETTINGS: PoolSettings = {
@@ -45,6 +53,8 @@ export const DEFAULT_POOL_SETTINGS: PoolSettings = {
   queryTimeoutMs: 0,
   serverCheckDelayMs: 30_000,
   serverCheckQuery: '',
+  sessionStatePolicy: 'pin',
+  preparedStatementCacheSize: 1000,
 };
 
 export class SettingError extends Error {
@@ -80,5 +90,9 @@ export function resolvePoolSettings(partial: Partial<PoolSettings> = {}): PoolSe
   wholeNumber('idleTransactionTimeoutMs', s.idleTransactionTimeoutMs, 0);
   wholeNumber('queryTimeoutMs', s.queryTimeoutMs, 0);
   wholeNumber('serverCheckDelayMs', s.serverCheckDelayMs, 0);
+  wholeNumber('preparedStatementCacheSize', s.preparedStatementCacheSize, 1);
+  if (!['pin', 'reject', 'reset'].includes(s.sessionStatePolicy)) {
+    throw new SettingError('sessionStatePolicy', `must be 'pin', 'reject' or 'reset', got ${JSON.stringify(s.sessionStatePolicy)}`);
+  }
   return s;
 }

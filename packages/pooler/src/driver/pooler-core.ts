@@ -4,7 +4,8 @@ import { SQLSTATE } from '@quicpool/wire';
 import type { SessionStream, TransportKind } from '@quicpool/transport';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { CancelRegistry, sendCancelRequest } from '../cancel/cancel-registry.js';
-import { Pool } from '../pool/pool.js';
+import type { Pool } from '../pool/pool.js';
+import { PoolerControl } from '../admin/control.js';
 import type { PoolStats } from '../pool/pool.js';
 import type { SessionContext } from '../session/types.js';
 import { ClientConnection } from './client-connection.js';
@@ -34,11 +35,17 @@ export class PoolerCore {
   private cancelsForwardedTotal = 0;
   private readonly pendingCancels = new Set<Promise<void>>();
 
-  constructor(readonly config: ResolvedPoolerConfig) {}
+  /** Operator hooks (PAUSE, admin database, reload, SHOW facts); see admin/control.ts. */
+  readonly control: PoolerControl = new PoolerControl(() => this.config, () => this.clients);
+
+  /** Replaced as a whole by a reload; sessions and pools read it live. */
+  constructor(public config: ResolvedPoolerConfig) {}
 
   accept(stream: SessionStream): void {
     this.clientsAcceptedTotal++;
-    this.clients.add(new ClientConnection(stream, this));
+    const c = new ClientConnection(stream, this);
+    this.control.clientAccepted(c, stream.info);
+    this.clients.add(c);
   }
 
   sessionContext(c: ClientConnection, transport: TransportKind): SessionContext {
@@ -47,6 +54,8 @@ export class PoolerCore {
       transport,
       tlsAvailable: config.tls !== undefined,
       poolMode: config.pool.poolMode,
+      sessionStatePolicy: config.pool.sessionStatePolicy,
+      preparedStatementCacheSize: config.pool.preparedStatementCacheSize,
       allowInsecurePasswordAuth: config.allowInsecurePasswordAuth,
       ignoreStartupParameters: config.ignoreStartupParameters,
       lookupUser: (name) => config.users.get(name),
@@ -54,6 +63,7 @@ export class PoolerCore {
         const refused = this.admit(database, user);
         if (refused === undefined) c.admittedPool = poolKey(database, user);
         else this.clientsRefusedTotal++;
+        this.control.clientAdmitted(c, database, user, refused);
         return refused;
       },
     };
@@ -61,6 +71,8 @@ export class PoolerCore {
 
   private admit(database: string, user: string): { sqlstate: string; message: string } | undefined {
     if (!this.accepting) return { sqlstate: SQLSTATE.CANNOT_CONNECT_NOW, message: 'the pooler is shutting down' };
+    const refused = this.control.refusal(database, user);
+    if (refused !== undefined) return refused;
     if (this.admittedTotal >= this.config.maxClientConnections) {
       return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' };
     }
@@ -77,6 +89,7 @@ export class PoolerCore {
 
   sessionClosed(c: ClientConnection): void {
     if (!this.clients.delete(c)) return;
+    this.control.clientClosed(c);
     const key = c.admittedPool;
     if (key === null) return;
     c.admittedPool = null;
@@ -90,6 +103,7 @@ export class PoolerCore {
     if (pool !== undefined && !pool.hasConnected && pool.size === 0 && pool.stats().waiting === 0) {
       pool.close();
       this.pools.delete(key);
+      this.control.poolClosed(pool);
     }
   }
 
@@ -97,15 +111,7 @@ export class PoolerCore {
     const key = poolKey(database, user);
     let pool = this.pools.get(key);
     if (pool === undefined) {
-      const u = this.config.users.get(user);
-      pool = new Pool(database, user, this.config.pool, {
-        host: this.config.server.host,
-        port: this.config.server.port,
-        connectTimeoutMs: this.config.server.connectTimeoutMs,
-        database,
-        user,
-        password: u?.serverPassword,
-      });
+      pool = this.control.createPool(database, user);
       this.pools.set(key, pool);
     }
     return pool;

@@ -39,7 +39,13 @@ export class Pool {
   private readonly active = new Set<Backend>();
   private readonly resetting = new Set<Backend>();
   private connecting = 0;
-  private readonly waiters = new Map<Waiter, NodeJS.Timeout | null>();
+  /**
+   * Waiters in arrival order, each with its deadline (performance.now() ms; Infinity: no limit).
+   * Every waiter of a pool has the same timeout, so arrival order is deadline order and one timer,
+   * aimed at the oldest waiter, serves them all (no setTimeout/clearTimeout per wait).
+   */
+  private readonly waiters = new Map<Waiter, number>();
+  private waitTimer: NodeJS.Timeout | null = null;
   private parametersCache: ReadonlyMap<string, string> | undefined;
   private parametersPromise: Promise<ReadonlyMap<string, string>> | undefined;
   private readonly maintenance: NodeJS.Timeout;
@@ -101,19 +107,42 @@ export class Pool {
 
   acquire(w: Waiter): void {
     if (this.closed) return w.onError(errorResponse('FATAL', SQLSTATE.ADMIN_SHUTDOWN, 'the pool is shutting down'));
-    const b = this.idle.pop();
+    // The most recently used idle backend stays in the list until setState moves it (found at the end: O(1)).
+    let b = this.lastIdle();
+    // Past its lifetime: closed now rather than reused until the next maintenance tick.
+    for (; b !== undefined && this.expired(b); b = this.lastIdle()) this.destroy(b);
     if (b !== undefined && !this.needsCheck(b)) {
       this.setState(b, 'active');
-      return w.onBackend(b);
+      return this.deliver(w, b);
     }
     const ms = this.settings.queryWaitTimeoutMs;
-    const timer = ms > 0 ? setTimeout(() => this.waitTimedOut(w), ms) : null;
-    this.waiters.set(w, timer);
+    this.waiters.set(w, ms > 0 ? performance.now() + ms : Infinity);
+    if (ms > 0) this.armWaitTimer();
     if (b !== undefined) this.check(b);
     else if (this.size < this.settings.poolSize) this.spawn();
   }
 
   /** Idle long enough that it may have died quietly (server restart, network): check before reuse. */
+  private lastIdle(): Backend | undefined {
+    const n = this.idle.length;
+    return n === 0 ? undefined : this.idle[n - 1];
+  }
+
+  /** True while `w` is queued for a backend (not served, withdrawn or failed yet). */
+  protected isWaiting(w: Waiter): boolean {
+    return this.waiters.has(w);
+  }
+
+  /** Gives an 'active' backend to a waiter (served at once or after waiting); subclasses observe it. */
+  protected deliver(w: Waiter, b: Backend): void {
+    w.onBackend(b);
+  }
+
+  /** Fails a waiter that was queued (it is no longer in the queue); subclasses observe it. */
+  protected reject(w: Waiter, error: Buffer): void {
+    w.onError(error);
+  }
+
   private needsCheck(b: Backend): boolean {
     return this.deps.now() - b.lastUsedAt >= this.settings.serverCheckDelayMs;
   }
@@ -123,14 +152,12 @@ export class Pool {
     this.setState(b, 'resetting');
     b.resetPending = 1;
     b.resetFailed = false;
-    b.write(encodeQuery(this.settings.serverCheckQuery));
+    b.writeNow(encodeQuery(this.settings.serverCheckQuery));
   }
 
   /** The waiter no longer wants a backend (its client left). */
   withdraw(w: Waiter): void {
-    const timer = this.waiters.get(w);
-    if (timer !== undefined && timer !== null) clearTimeout(timer);
-    this.waiters.delete(w);
+    this.waiters.delete(w); // the shared timer re-aims itself when it fires
   }
 
   /** A client gives a backend back; what it needs before reuse follows from the facts. */
@@ -139,26 +166,28 @@ export class Pool {
     b.owner = null;
     b.lastUsedAt = this.deps.now();
     if (facts.busy || this.closed || this.expired(b)) return this.destroy(b);
-    const queries: string[] = [];
-    if (facts.status !== 'I') queries.push('ROLLBACK');
-    if (facts.dirty || this.settings.poolMode === 'session') queries.push(this.settings.serverResetQuery);
-    if (queries.length === 0) return this.handOver(b);
+    const rollback = facts.status !== 'I';
+    const reset = facts.dirty || this.settings.poolMode === 'session';
+    if (!rollback && !reset) return this.handOver(b); // the common case: nothing to run, nothing allocated
     this.setState(b, 'resetting');
-    b.resetPending = queries.length;
+    b.resetPending = (rollback ? 1 : 0) + (reset ? 1 : 0);
     b.resetFailed = false;
     // Separate Query messages: DISCARD ALL cannot run inside the implicit transaction of a multi-statement query.
-    for (const q of queries) b.write(encodeQuery(q));
+    if (rollback) b.writeNow(encodeQuery('ROLLBACK'));
+    if (reset) b.writeNow(encodeQuery(this.settings.serverResetQuery));
   }
 
   /** Closes idle backends now; active ones are closed as they are released. */
   close(): void {
     this.closed = true;
     clearInterval(this.maintenance);
-    for (const [w, timer] of this.waiters) {
-      if (timer !== null) clearTimeout(timer);
-      w.onError(errorResponse('FATAL', SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command'));
-    }
+    if (this.waitTimer !== null) clearTimeout(this.waitTimer);
+    this.waitTimer = null;
+    const waiting = [...this.waiters.keys()];
     this.waiters.clear();
+    for (const w of waiting) {
+      this.reject(w, errorResponse('FATAL', SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command'));
+    }
     for (const b of [...this.idle, ...this.resetting]) this.destroy(b);
   }
 
@@ -172,8 +201,13 @@ export class Pool {
   private setState(b: Backend, state: BackendState): void {
     switch (b.state) {
       case 'idle': {
-        const i = this.idle.indexOf(b);
-        if (i >= 0) this.idle.splice(i, 1);
+        // LIFO: the backend taken is nearly always the last one.
+        const last = this.idle.length - 1;
+        if (last >= 0 && this.idle[last] === b) this.idle.pop();
+        else {
+          const i = this.idle.lastIndexOf(b);
+          if (i >= 0) this.idle.splice(i, 1);
+        }
         break;
       }
       case 'active':
@@ -192,7 +226,8 @@ export class Pool {
     b.state = state;
     switch (state) {
       case 'idle':
-        if (!this.idle.includes(b)) this.idle.push(b);
+        // Never twice: leaving any state above took it out of the idle list if it was there.
+        this.idle.push(b);
         break;
       case 'active':
         this.active.add(b);
@@ -213,12 +248,11 @@ export class Pool {
   /** A free backend goes to the longest waiter, else to the idle list. */
   private handOver(b: Backend): void {
     if (this.closed) return this.destroy(b);
-    const next = this.waiters.keys().next();
-    if (!next.done) {
-      const w = next.value;
-      this.withdraw(w);
+    if (this.waiters.size > 0) {
+      const w = this.waiters.keys().next().value!;
+      this.waiters.delete(w); // the shared timer re-aims itself when it fires
       this.setState(b, 'active');
-      return w.onBackend(b);
+      return this.deliver(w, b);
     }
     // A new backend is born 'idle' in no list; setState puts it in (and never twice).
     this.setState(b, 'idle');
@@ -250,8 +284,8 @@ export class Pool {
         if (this.active.size + this.resetting.size + this.connecting > 0) return;
         const error = e instanceof BackendLoginError ? e.toErrorResponse() : errorResponse('FATAL', SQLSTATE.CONNECTION_FAILURE, String(e));
         for (const w of [...this.waiters.keys()]) {
-          this.withdraw(w);
-          w.onError(error);
+          this.waiters.delete(w);
+          this.reject(w, error);
         }
       },
     );
@@ -293,14 +327,28 @@ export class Pool {
     return this.settings.serverLifetimeMs > 0 && this.deps.now() - b.createdAt >= this.settings.serverLifetimeMs;
   }
 
-  private waitTimedOut(w: Waiter): void {
-    if (!this.waiters.has(w)) return;
-    this.waiters.delete(w);
-    this.waitTimeoutsTotal++;
-    w.onError(
-      errorResponse('FATAL', SQLSTATE.QUERY_CANCELED, `query_wait_timeout: no server connection became free within ${this.settings.queryWaitTimeoutMs} ms`),
-    );
+  /** One timer for the oldest waiter with a deadline, if there is none yet. */
+  private armWaitTimer(): void {
+    if (this.waitTimer !== null || this.closed) return;
+    const first = this.waiters.values().next();
+    if (first.done === true || first.value === Infinity) return;
+    this.waitTimer = setTimeout(this.expireWaiters, Math.max(0, first.value - performance.now()) + 1);
   }
+
+  /** Every waiter past its deadline gets query_wait_timeout; then the timer aims at the next one. */
+  private readonly expireWaiters = (): void => {
+    this.waitTimer = null;
+    const now = performance.now();
+    for (const [w, deadline] of this.waiters) {
+      if (deadline > now) break; // arrival order is deadline order
+      this.waiters.delete(w);
+      this.waitTimeoutsTotal++;
+      this.reject(w, 
+        errorResponse('FATAL', SQLSTATE.QUERY_CANCELED, `query_wait_timeout: no server connection became free within ${this.settings.queryWaitTimeoutMs} ms`),
+      );
+    }
+    this.armWaitTimer();
+  };
 
   /** Periodic (every second): close idle backends past their idle timeout or lifetime, keep minPoolSize open. */
   maintain(): void {

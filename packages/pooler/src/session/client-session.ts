@@ -14,7 +14,10 @@ import type { AuthenticationResponseKind, RawMessage, StartupMessage, StartupPac
 import { ClientAuthenticator } from '../auth/client-auth.js';
 import { canonicalTrackedName, checkStartupParameters, setStatements } from './startup-parameters.js';
 import { mayChangeSessionState } from './session-state-change.js';
-import type { AttachedBackend, ReleaseFacts, SessionAction, SessionContext, SessionEvent } from './types.js';
+import type { AttachedBackend, ReleaseFacts, SessionAction, SessionContext, SessionEvent, SessionStatePolicy } from './types.js';
+import { StatementRouter } from '../prepared/statement-router.js';
+import { statementsOf } from '../prepared/statement-cache.js';
+import { rejectedStatement } from './session-policy.js';
 
 export type SessionPhase =
   | 'startup' // waiting for the StartupMessage (after optional SSLRequest/GSSENCRequest)
@@ -29,6 +32,7 @@ const T_QUERY = 0x51;
 const T_SYNC = 0x53;
 const T_FUNCTION_CALL = 0x46;
 const T_TERMINATE = 0x58;
+const T_PARSE = 0x50;
 /** Parse, Bind, Describe, Execute, Close, Flush: extended-protocol messages that a Sync must end. */
 const EXTENDED = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48]);
 const T_AUTH = 0x70;
@@ -64,9 +68,36 @@ export class ClientSession {
   private unsynced = false;
   private dirty = false;
   private closeAfterRelease = false;
+  /** Transaction pooling only: named prepared statements carried across backends. */
+  private readonly router: StatementRouter | null;
+  /** The client left session state on its backend (policy 'pin'): it keeps it until it goes. */
+  private pinned = false;
+  private readonly policy: SessionStatePolicy;
 
   constructor(private readonly ctx: SessionContext) {
     this.encrypted = ctx.transport !== 'tcp';
+    this.policy = ctx.sessionStatePolicy ?? 'pin';
+    this.router =
+      ctx.poolMode === 'transaction'
+        ? new StatementRouter({
+            toBackend: (bytes) => this.emit({ type: 'sendToBackend', bytes }),
+            toClient: (bytes) => this.send(bytes),
+            pass: (type, bytes) => this.deliver(type, bytes),
+            readyDropped: () => {
+              if (this.awaitingReady > 0) this.awaitingReady--;
+            },
+          })
+        : null;
+  }
+
+  /** The client's backend is pinned to it by the session-state policy. */
+  get isPinned(): boolean {
+    return this.pinned;
+  }
+
+  /** Named prepared statements the client has (transaction pooling). */
+  get preparedStatementCount(): number {
+    return this.router?.statementCount ?? 0;
   }
 
   /** Feeds one event; returns the actions to carry out, in order. */
@@ -93,6 +124,12 @@ export class ClientSession {
         return this.onClientMessage(e.message);
       case 'serverParameters': {
         if (this.phase !== 'connecting') return;
+        // The client starts with the server's values of every tracked parameter it did not set:
+        // a backend another client changed gets them back when this client is given it.
+        for (const [name, value] of e.parameters) {
+          const tracked = canonicalTrackedName(name);
+          if (tracked !== undefined && !this.tracked.has(tracked)) this.tracked.set(tracked, value);
+        }
         for (const [name, value] of e.parameters) {
           this.send(encodeBackend({ type: 'ParameterStatus', name, value: this.tracked.get(name) ?? value }));
         }
@@ -258,6 +295,7 @@ export class ClientSession {
 
   private forward(m: RawMessage | { type: number; bytes: Buffer }): void {
     const type = m.type;
+    let bytes = m.bytes;
     if (type === T_QUERY || type === T_SYNC || type === T_FUNCTION_CALL) {
       if (this.awaitingReady === 0) {
         if (this.status !== 'I') this.emit({ type: 'timer', timer: 'idleInTransaction', armed: false });
@@ -268,8 +306,32 @@ export class ClientSession {
     } else if (EXTENDED.has(type)) {
       this.unsynced = true;
     }
-    if (!this.dirty && mayChangeSessionState(type, m.bytes)) this.dirty = true;
-    this.emit({ type: 'sendToBackend', bytes: m.bytes });
+    if ((type === T_QUERY || type === T_PARSE) && this.router !== null && mayChangeSessionState(type, bytes)) {
+      bytes = this.onSessionState(type, bytes);
+    } else if (!this.dirty && mayChangeSessionState(type, bytes)) {
+      this.dirty = true;
+    }
+    if (this.router !== null) this.router.client(type, bytes, this.tracked.get('search_path') ?? '');
+    else this.emit({ type: 'sendToBackend', bytes });
+  }
+
+  /** Transaction pooling: the client runs something that leaves session state; apply the policy. */
+  private onSessionState(type: number, bytes: Buffer): Buffer {
+    switch (this.policy) {
+      case 'pin':
+        this.pinned = true;
+        this.dirty = true;
+        return bytes;
+      case 'reset':
+        this.dirty = true;
+        return bytes;
+      case 'reject':
+        return rejectedStatement(type, bytes);
+      default: {
+        const never: never = this.policy;
+        throw new Error(`unknown session state policy ${String(never)}`);
+      }
+    }
   }
 
   private requestBackend(): void {
@@ -284,7 +346,8 @@ export class ClientSession {
     this.awaitingReady = 0;
     this.unsynced = false;
     this.status = 'I';
-    this.dirty = this.ctx.poolMode === 'session';
+    this.dirty = this.ctx.poolMode === 'session' || this.pinned;
+    this.router?.attach(statementsOf(b, this.ctx.preparedStatementCacheSize ?? 1000));
     const changes = new Map<string, string>();
     for (const [name, value] of this.tracked) if (b.parameters.get(name) !== value) changes.set(name, value);
     if (changes.size > 0) {
@@ -304,35 +367,44 @@ export class ClientSession {
       if (type === B_READY) this.swallowReady--;
       return;
     }
+    if (this.router !== null) this.router.backend(type, m.bytes);
+    else this.deliver(type, m.bytes);
+  }
+
+  /** A backend message that answers the client. */
+  private deliver(type: number, bytes: Buffer): void {
     if (type === B_PARAMETER_STATUS) {
-      const p = decodeBackendMessage(m.bytes);
+      const p = decodeBackendMessage(bytes);
       if (p.type === 'ParameterStatus') {
         const name = canonicalTrackedName(p.name);
         if (name !== undefined) this.tracked.set(name, p.value);
       }
     } else if (type === B_READY) {
-      const status = readyForQueryStatus(m.bytes);
+      const status = readyForQueryStatus(bytes);
       if (status === undefined) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'malformed ReadyForQuery from server');
       this.status = status;
       if (this.awaitingReady > 0) this.awaitingReady--;
-      this.send(m.bytes);
+      this.send(bytes);
       if (this.awaitingReady === 0 && !this.unsynced) {
         this.emit({ type: 'timer', timer: 'query', armed: false });
-        if (status === 'I' && (this.ctx.poolMode === 'transaction' || this.closeAfterRelease)) this.release();
+        if (status === 'I' && ((this.ctx.poolMode === 'transaction' && !this.pinned) || this.closeAfterRelease)) this.release();
         else if (status !== 'I') this.emit({ type: 'timer', timer: 'idleInTransaction', armed: true });
         // Graceful shutdown: the transaction has ended (and the backend is back): now close.
         if (this.closeAfterRelease && status === 'I') this.fail(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command');
       }
       return;
     }
-    this.send(m.bytes);
+    this.send(bytes);
   }
 
   private release(): void {
     if (this.backend === null) return;
-    const facts: ReleaseFacts = { status: this.status, busy: this.awaitingReady > 0 || this.swallowReady > 0 || this.unsynced, dirty: this.dirty };
+    const busy = this.awaitingReady > 0 || this.swallowReady > 0 || this.unsynced || (this.router?.pending ?? 0) > 0;
+    const facts: ReleaseFacts = { status: this.status, busy, dirty: this.dirty };
     this.backend = null;
     this.swallowReady = 0;
+    // A dirty backend is reset (DISCARD ALL) before reuse: its prepared statements go with it.
+    this.router?.detach(facts.dirty || facts.busy);
     this.emit({ type: 'releaseBackend', facts });
     if (this.phase === 'attached') {
       this.phase = 'idle';

@@ -1,11 +1,21 @@
 // Does a statement leave state behind in the backend's session (beyond its transaction)? In
-// transaction pooling the backend goes to other clients next, so a backend that may carry such
-// state is reset (server reset query) when released. A cheap, conservative look at the text:
-// every statement start (after ';', skipping comments) is checked, so it may reset a backend
-// needlessly (a ';' inside a string literal), but does not miss the statements listed below
-// within the first SCAN_LIMIT bytes of a query.
-const STATEMENT_START =
-  /(?:^|;)(?:\s|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*(?:set\s+(?!local\b|transaction\b|constraints\b)|reset\b|prepare\b|listen\b|load\b|discard\b|declare\b[^;]*\bwith\s+hold\b|create\s+(?:(?:global|local)\s+)?(?:temp|temporary)\b)/i;
+// transaction pooling the backend goes to other clients next, so such a statement triggers the
+// session-state policy (pin the backend to the client, reject, or reset it on release). A cheap,
+// conservative look at the text: every statement start (after ';', skipping comments) is checked,
+// so it may flag a statement needlessly (a ';' inside a string literal), but does not miss the
+// statements listed below within the first SCAN_LIMIT bytes of a query.
+//
+// Not flagged, because the pooler carries them across backends itself: SET/RESET of the tracked
+// parameters the server reports with ParameterStatus (re-applied on every backend; search_path is
+// not reported before PostgreSQL 18, so its SET is flagged), RESET ALL, named prepared statements of the extended
+// protocol (re-prepared on every backend), DEALLOCATE and DISCARD (they remove state).
+const TRACKED = String.raw`"?(?:application_name|client_encoding|datestyle|intervalstyle|timezone|standard_conforming_strings)"?\s*(?:=|to\b)|time\s+zone\b|names\b`;
+const SET = String.raw`set\s+(?:session\s+(?!${TRACKED})|(?!session\s|local\b|transaction\b|constraints\b|${TRACKED}))`;
+const RESET = String.raw`reset\s+(?!all\b|"?(?:application_name|client_encoding|datestyle|intervalstyle|timezone|standard_conforming_strings)\b|time\s+zone\b)`;
+const STATEMENT_START = new RegExp(
+  String.raw`(?:^|;)(?:\s|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*(?:${SET}|${RESET}|prepare\b|listen\b|load\b|declare\b[^;]*\bwith\s+hold\b|create\s+(?:(?:global|local)\s+)?(?:temp|temporary)\b)`,
+  'i',
+);
 /** Function calls that change session state from inside any statement. */
 const ANYWHERE = /set_config|advisory_lock|dblink_connect/i;
 /** Queries are examined up to this many bytes (bounded cost for huge literal-laden statements). */
@@ -16,13 +26,12 @@ function check(bytes: Buffer, textStart: number): boolean {
   return STATEMENT_START.test(text) || ANYWHERE.test(text);
 }
 
-/** For a raw Query ('Q') or Parse ('P') message: may it change session state? */
+/** For a raw Query ('Q') or Parse ('P') message: may it leave session state behind? */
 export function mayChangeSessionState(type: number, bytes: Buffer): boolean {
   if (type === 0x51) return check(bytes, 5);
   if (type === 0x50) {
     const nameEnd = bytes.indexOf(0, 5);
-    // A named prepared statement outlives its transaction.
-    return nameEnd !== 5 || check(bytes, nameEnd + 1);
+    return check(bytes, nameEnd + 1);
   }
   return false;
 }

@@ -67,6 +67,15 @@ export type SessionAction =
   /** End the client stream (after the bytes sent before this action). */
   | { readonly type: 'close' };
 
+/**
+ * Transaction pooling, a statement that leaves session state behind (LISTEN, session advisory
+ * locks, WITH HOLD cursors, temp tables, SET of untracked settings, SQL PREPARE ...):
+ * 'pin' keeps the client's backend attached until the client goes (safe, costs a backend);
+ * 'reject' answers it with ERROR 0A000; 'reset' lets it run and resets the backend when released
+ * (the client silently loses the state at its next transaction).
+ */
+export type SessionStatePolicy = 'pin' | 'reject' | 'reset';
+
 /** What the driver tells a new session about the world. */
 export interface SessionContext {
   readonly transport: TransportKind;
@@ -76,6 +85,10 @@ export interface SessionContext {
   readonly allowInsecurePasswordAuth: boolean;
   readonly ignoreStartupParameters: ReadonlySet<string>;
   lookupUser(name: string): ResolvedUser | undefined;
+  /** Transaction pooling: what a statement that leaves session state does (default 'pin'). */
+  readonly sessionStatePolicy?: SessionStatePolicy;
+  /** Transaction pooling: named prepared statements kept per backend (LRU; default 1000). */
+  readonly preparedStatementCacheSize?: number;
   /** Client limits: undefined admits the client to the (database, user) pool; else the error. */
   admit(database: string, user: string): { readonly sqlstate: string; readonly message: string } | undefined;
 }

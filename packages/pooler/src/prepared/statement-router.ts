@@ -1,0 +1,481 @@
+// Named prepared statements across backends in transaction pooling, without I/O.
+//
+// A client's named statement N gets a pooler-wide name P (hash of text, parameter types and
+// search_path). P is prepared lazily on whichever backend the client holds, once per backend
+// (BackendStatements, an LRU), and the client's Bind/Describe/Close of N are rewritten to P.
+// Because the pooler adds and removes messages, it keeps, per attached backend, a queue of what
+// each forwarded message will be answered with, so that
+//  - the ParseComplete/CloseComplete of injected Parse/Close messages are swallowed,
+//  - synthesized answers (ParseComplete for a statement the backend already has, CloseComplete
+//    for a client Close, which never reaches the backend) are sent exactly where Postgres would
+//    have sent them,
+//  - after an ErrorResponse in the extended protocol everything up to the next Sync is dropped,
+//    as the backend does (ignore_till_sync): client registrations and Closes are undone,
+//    synthesized answers not sent, and statements whose injected Parse/Close was skipped become
+//    "unsure" on that backend (closed and prepared again when next needed),
+//  - a message of a later Sync group naming a client statement whose Parse/Close is in an earlier,
+//    unanswered group is held back until that group's outcome is known.
+// Unnamed statements and portals are forwarded untouched (one queue entry each).
+import type { BackendStatements } from './statement-cache.js';
+import {
+  bindStatement,
+  CLOSE_COMPLETE,
+  commandTag,
+  PARSE_COMPLETE,
+  parseName,
+  poolerName,
+  renameBind,
+  renameParse,
+  statementTarget,
+  SYNC,
+  T_BIND,
+  T_CLOSE,
+  T_DESCRIBE,
+  T_PARSE,
+  targetMessage,
+} from './wire-names.js';
+
+/** What the client's forwarded message is answered with, at the end. */
+type Completion = 'parse' | 'bind' | 'describe' | 'execute' | 'close' | 'sync' | 'ready';
+
+interface ClientStatement {
+  readonly pooler: string;
+  /** The client's Parse, renamed to `pooler` (a copy: it is kept for re-preparing). */
+  readonly parse: Buffer;
+}
+
+interface Undo {
+  /** A client name this message registered: forgotten when the message fails or is skipped. */
+  readonly register?: string;
+  /** A statement this message adds to the backend: unsure when it fails or is skipped. */
+  readonly added?: string;
+  /** A client Close: the statement comes back when the Close is skipped. */
+  readonly reopen?: readonly [string, ClientStatement];
+}
+
+type Entry =
+  | { readonly k: 'client'; readonly c: Completion; readonly undo?: Undo }
+  | { readonly k: 'synth'; readonly bytes: Buffer; readonly undo?: Undo }
+  | { readonly k: 'injectedParse'; readonly name: string; readonly quiet: boolean }
+  | { readonly k: 'injectedClose'; readonly name: string }
+  | { readonly k: 'injectedSync' };
+
+export interface RouterSink {
+  toBackend(bytes: Buffer): void;
+  /** A synthesized answer for the client. */
+  toClient(bytes: Buffer): void;
+  /** A backend message that answers the client: the session forwards it (ReadyForQuery logic etc.). */
+  pass(type: number, bytes: Buffer): void;
+  /** The backend skipped a Query/FunctionCall (error before Sync): its ReadyForQuery will not come. */
+  readyDropped(): void;
+}
+
+const B_PARSE_COMPLETE = 0x31;
+const B_BIND_COMPLETE = 0x32;
+const B_CLOSE_COMPLETE = 0x33;
+const B_NO_DATA = 0x6e;
+const B_ROW_DESCRIPTION = 0x54;
+const B_COMMAND_COMPLETE = 0x43;
+const B_EMPTY_QUERY = 0x49;
+const B_PORTAL_SUSPENDED = 0x73;
+const B_ERROR = 0x45;
+const B_READY = 0x5a;
+const T_QUERY = 0x51;
+const T_SYNC = 0x53;
+const T_EXECUTE = 0x45;
+const T_FUNCTION_CALL = 0x46;
+const T_FLUSH = 0x48;
+
+/** `DEALLOCATE [PREPARE] name` as the whole of a simple query. */
+const DEALLOCATE_ONE = /^\s*deallocate\s+(?:prepare\s+)?(?:"((?:[^"]|"")+)"|([a-z_][\w$]*))\s*;?\s*$/i;
+
+export class StatementRouter {
+  private readonly statements = new Map<string, ClientStatement>();
+  private cache: BackendStatements | null = null;
+  private queue: Entry[] = [];
+  private head = 0;
+  /** The backend saw an error and ignores everything until the next Sync, and no Sync is queued. */
+  private skipping = false;
+  /** Extended-protocol messages were forwarded since the last Sync. */
+  private midExtended = false;
+  /** Syncs sent to the backend (this attachment), and Syncs answered. */
+  private groups = 0;
+  private resolved = 0;
+  /** The Sync group of the last message about a statement, while its outcome may be unknown. */
+  private readonly lastGroup = new Map<string, number>();
+  /** The Sync group in which a client name was last registered or closed, until that group is answered. */
+  private readonly nameGroup = new Map<string, number>();
+  /**
+   * Client messages held back: they name a statement whose Parse/Close is in an earlier Sync group
+   * not answered yet, so whether it exists depends on that group's fate. Routed once it is known.
+   */
+  private held: { readonly type: number; readonly bytes: Buffer; readonly scope: string }[] = [];
+
+  constructor(private readonly sink: RouterSink) {}
+
+  /** The client's named statements (for tests and stats). */
+  get statementCount(): number {
+    return this.statements.size;
+  }
+
+  /** Answers still owed by the backend, or synthesized ones waiting for them. */
+  get pending(): number {
+    return this.queue.length - this.head + this.held.length;
+  }
+
+  attach(cache: BackendStatements): void {
+    this.cache = cache;
+    this.queue = [];
+    this.head = 0;
+    this.skipping = false;
+    this.midExtended = false;
+    this.groups = 0;
+    this.resolved = 0;
+    this.lastGroup.clear();
+    this.nameGroup.clear();
+    this.held = [];
+  }
+
+  /** The backend goes back to the pool; `reset`: it will be reset (DISCARD ALL), its statements go. */
+  detach(reset: boolean): void {
+    if (reset) this.cache?.clear();
+    this.cache = null;
+    this.queue = [];
+    this.head = 0;
+    this.held = [];
+  }
+
+  /** A client message for the attached backend. `scope` is the client's search_path. */
+  client(type: number, bytes: Buffer, scope: string): void {
+    if (this.held.length > 0 || (this.nameGroup.size > 0 && this.ambiguous(type, bytes))) {
+      this.held.push({ type, bytes: Buffer.from(bytes), scope });
+      return;
+    }
+    this.route(type, bytes, scope);
+  }
+
+  private route(type: number, bytes: Buffer, scope: string): void {
+    switch (type) {
+      case T_PARSE:
+        this.midExtended = true;
+        return this.onParse(bytes, scope);
+      case T_BIND: {
+        this.midExtended = true;
+        const s = bindStatement(bytes);
+        const stmt = s.name === '' ? undefined : this.statements.get(s.name);
+        if (stmt === undefined) return this.pass(bytes, 'bind');
+        this.ensure(stmt);
+        return this.pass(renameBind(bytes, s.start, s.end, stmt.pooler), 'bind');
+      }
+      case T_DESCRIBE: {
+        this.midExtended = true;
+        const name = statementTarget(bytes);
+        const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
+        if (stmt === undefined) return this.pass(bytes, 'describe');
+        this.ensure(stmt);
+        return this.pass(targetMessage(T_DESCRIBE, stmt.pooler), 'describe');
+      }
+      case T_CLOSE: {
+        this.midExtended = true;
+        const name = statementTarget(bytes);
+        const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
+        if (name === undefined || stmt === undefined) return this.pass(bytes, 'close');
+        if (this.skipping) return; // the backend would ignore it: so does the pooler
+        // The statement stays on the backend (other clients may share it); only the client forgets it.
+        this.statements.delete(name);
+        this.nameGroup.set(name, this.groups);
+        return this.push({ k: 'synth', bytes: CLOSE_COMPLETE, undo: { reopen: [name, stmt] } });
+      }
+      case T_EXECUTE:
+        this.midExtended = true;
+        return this.pass(bytes, 'execute');
+      case T_SYNC:
+        this.midExtended = false;
+        this.sink.toBackend(bytes);
+        this.skipping = false;
+        this.groups++;
+        return this.push({ k: 'client', c: 'sync' });
+      case T_QUERY:
+        return this.pass(this.midExtended ? bytes : this.rewriteDeallocate(bytes), 'ready');
+      case T_FUNCTION_CALL:
+        return this.pass(bytes, 'ready');
+      case T_FLUSH:
+        this.midExtended = true;
+        this.sink.toBackend(bytes);
+        return;
+      default:
+        // CopyData, CopyDone, CopyFail: answered as part of the COPY's Execute or Query.
+        this.sink.toBackend(bytes);
+        return;
+    }
+  }
+
+  /** A message from the attached backend. */
+  backend(type: number, bytes: Buffer): void {
+    const e = this.queue[this.head];
+    switch (type) {
+      case B_PARSE_COMPLETE:
+      case B_BIND_COMPLETE:
+      case B_CLOSE_COMPLETE:
+        if (e !== undefined && (e.k === 'injectedParse' || e.k === 'injectedClose')) return this.complete();
+        this.sink.pass(type, bytes);
+        return this.complete();
+      case B_NO_DATA:
+      case B_ROW_DESCRIPTION:
+        this.sink.pass(type, bytes);
+        if (e?.k === 'client' && e.c === 'describe') this.complete();
+        return;
+      case B_COMMAND_COMPLETE:
+      case B_EMPTY_QUERY:
+      case B_PORTAL_SUSPENDED:
+        if (type === B_COMMAND_COMPLETE && bytes[5] === 0x44 /* D */) this.watchTag(bytes);
+        this.sink.pass(type, bytes);
+        if (e?.k === 'client' && e.c === 'execute') this.complete();
+        return;
+      case B_ERROR:
+        if (e === undefined || e.k === 'injectedSync' || (e.k === 'client' && (e.c === 'sync' || e.c === 'ready'))) {
+          this.sink.pass(type, bytes);
+          return;
+        }
+        if (!(e.k === 'injectedParse' && e.quiet)) this.sink.pass(type, bytes);
+        return this.skipToSync();
+      case B_READY:
+        this.skipping = false;
+        if (e?.k === 'injectedSync' || (e?.k === 'client' && e.c === 'sync')) this.resolved++;
+        if (e?.k === 'injectedSync') {
+          this.complete();
+          return this.releaseHeld();
+        }
+        // Popped before the session sees it: a ReadyForQuery may release the backend.
+        if (e?.k === 'client' && (e.c === 'sync' || e.c === 'ready')) this.head++;
+        this.sink.pass(type, bytes);
+        this.complete(0);
+        return this.releaseHeld();
+      default:
+        // Rows, parameter descriptions, COPY data, notices, notifications, ParameterStatus.
+        this.sink.pass(type, bytes);
+        return;
+    }
+  }
+
+  private onParse(bytes: Buffer, scope: string): void {
+    const { name, restStart } = parseName(bytes);
+    if (name === '') return this.pass(bytes, 'parse');
+    const existing = this.statements.get(name);
+    if (existing !== undefined) {
+      // Postgres answers 42P05 (already exists): let the backend say so, for the pooler's name.
+      this.ensure(existing);
+      return this.pass(renameParse(bytes, restStart, existing.pooler), 'parse');
+    }
+    if (this.skipping || this.cache === null) return this.sink.toBackend(bytes); // ignored by the backend
+    const pooler = poolerName(bytes.subarray(restStart), scope);
+    const stmt: ClientStatement = { pooler, parse: renameParse(bytes, restStart, pooler) };
+    this.statements.set(name, stmt);
+    this.nameGroup.set(name, this.groups);
+    const state = this.stateOf(pooler);
+    if (state === 'present') {
+      this.cache.touch(pooler);
+      return this.push({ k: 'synth', bytes: PARSE_COMPLETE, undo: { register: name } });
+    }
+    this.closeEvicted(this.cache.add(pooler));
+    if (state === 'unsure') this.injectClose(pooler);
+    this.touched(pooler);
+    this.sink.toBackend(stmt.parse);
+    this.push({ k: 'client', c: 'parse', undo: { register: name, added: pooler } });
+  }
+
+  /** Prepares a client statement on the backend if it is not there yet (answer swallowed). */
+  private ensure(stmt: ClientStatement, quiet = false): void {
+    const cache = this.cache;
+    if (this.skipping || cache === null) return;
+    const state = this.stateOf(stmt.pooler);
+    if (state === 'present') {
+      cache.touch(stmt.pooler);
+      return;
+    }
+    this.closeEvicted(cache.add(stmt.pooler));
+    // Unsure: it may exist (a skipped Close) or not (a skipped Parse): close, then prepare.
+    if (state === 'unsure') this.injectClose(stmt.pooler);
+    this.touched(stmt.pooler);
+    this.sink.toBackend(stmt.parse);
+    this.push({ k: 'injectedParse', name: stmt.pooler, quiet });
+  }
+
+  /** Does this message name a client statement whose registration or Close is still undecided? */
+  private ambiguous(type: number, bytes: Buffer): boolean {
+    let name: string | undefined;
+    if (type === T_PARSE) name = parseName(bytes).name;
+    else if (type === T_BIND) name = bindStatement(bytes).name;
+    else if (type === T_DESCRIBE || type === T_CLOSE) name = statementTarget(bytes);
+    else return false;
+    const g = name === undefined || name === '' ? undefined : this.nameGroup.get(name);
+    return g !== undefined && g < this.groups && g >= this.resolved;
+  }
+
+  /** A Sync group was answered: forget what it decided, and route the messages that waited for it. */
+  private releaseHeld(): void {
+    for (const [name, g] of this.nameGroup) if (g < this.resolved) this.nameGroup.delete(name);
+    while (this.held.length > 0) {
+      const m = this.held[0]!;
+      if (this.ambiguous(m.type, m.bytes)) return;
+      this.held.shift();
+      this.route(m.type, m.bytes, m.scope);
+    }
+  }
+
+  /**
+   * Whether a statement exists on the backend when the message being routed is run. The cache is
+   * optimistic within a Sync group (if an earlier message fails, the backend skips this one too),
+   * but a message of an earlier group whose Sync is not answered yet may still be skipped.
+   */
+  private stateOf(name: string): 'present' | 'absent' | 'unsure' {
+    const cache = this.cache;
+    if (cache === null || cache.unsure.has(name)) return 'unsure';
+    const g = this.lastGroup.get(name);
+    if (g !== undefined && g < this.groups && g >= this.resolved) return 'unsure';
+    return cache.has(name) ? 'present' : 'absent';
+  }
+
+  private touched(name: string): void {
+    this.cache?.unsure.delete(name);
+    this.lastGroup.set(name, this.groups);
+  }
+
+  private injectClose(name: string): void {
+    this.sink.toBackend(targetMessage(T_CLOSE, name));
+    this.push({ k: 'injectedClose', name });
+  }
+
+  private closeEvicted(names: readonly string[]): void {
+    for (const name of names) {
+      this.touched(name);
+      this.injectClose(name);
+    }
+  }
+
+  /** A message about a statement was skipped or failed: whether it exists is no longer known. */
+  private unsure(name: string): void {
+    this.cache?.delete(name);
+    this.cache?.unsure.add(name);
+  }
+
+  private pass(bytes: Buffer, c: Completion): void {
+    this.sink.toBackend(bytes);
+    this.push({ k: 'client', c });
+  }
+
+  private push(e: Entry): void {
+    if (this.skipping) return this.drop(e);
+    if (e.k === 'synth' && this.head === this.queue.length) {
+      this.sink.toClient(e.bytes);
+      return;
+    }
+    this.queue.push(e);
+  }
+
+  /** The head entry is answered: pop it and send the synthesized answers that were waiting behind it. */
+  private complete(step = 1): void {
+    this.head += step;
+    for (let e = this.queue[this.head]; e !== undefined && e.k === 'synth'; e = this.queue[this.head]) {
+      this.sink.toClient(e.bytes);
+      this.head++;
+    }
+    this.compact();
+  }
+
+  /** After an extended-protocol error: the backend ignores everything up to the next Sync. */
+  private skipToSync(): void {
+    const dropped: Entry[] = [];
+    let synced = false;
+    for (let e = this.queue[this.head]; e !== undefined; e = this.queue[this.head]) {
+      if (dropped.length > 0 && (e.k === 'injectedSync' || (e.k === 'client' && e.c === 'sync'))) {
+        synced = true;
+        break;
+      }
+      dropped.push(e);
+      this.head++;
+    }
+    this.skipping = !synced;
+    // Undone newest first: a skipped Close may give back a name whose failed Parse is undone after.
+    for (let i = dropped.length - 1; i >= 0; i--) this.drop(dropped[i]!);
+    this.compact();
+  }
+
+  /** An entry the backend will never answer (failed or skipped): undo what it did. */
+  private drop(e: Entry): void {
+    switch (e.k) {
+      case 'client':
+      case 'synth': {
+        const u = e.undo;
+        if (u?.register !== undefined) this.statements.delete(u.register);
+        if (u?.added !== undefined) this.unsure(u.added);
+        if (u?.reopen !== undefined) this.statements.set(u.reopen[0], u.reopen[1]);
+        if (e.k === 'client' && e.c === 'ready') this.sink.readyDropped();
+        return;
+      }
+      case 'injectedParse':
+      case 'injectedClose':
+        this.unsure(e.name);
+        return;
+      case 'injectedSync':
+        return;
+      default: {
+        const never: never = e;
+        throw new Error(`unhandled entry ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 1024) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** DEALLOCATE ALL / DISCARD ALL succeeded: every statement on this backend is gone. */
+  private watchTag(bytes: Buffer): void {
+    const tag = commandTag(bytes);
+    if (tag !== 'DEALLOCATE ALL' && tag !== 'DISCARD ALL') return;
+    this.statements.clear();
+    this.cache?.clear();
+    this.lastGroup.clear();
+  }
+
+  /**
+   * `DEALLOCATE name` of a protocol-level statement: the client forgets it, and the query runs as
+   * `DEALLOCATE <pooler name>` (prepared first if the backend lacks it, with its own swallowed Sync),
+   * so the client gets Postgres's own answer (tag, or an error in an aborted transaction).
+   */
+  private rewriteDeallocate(bytes: Buffer): Buffer {
+    if (bytes.length > 1024 || this.skipping || this.cache === null) return bytes;
+    const m = DEALLOCATE_ONE.exec(bytes.toString('utf8', 5, bytes.length - 1));
+    if (m === null) return bytes;
+    const name = m[1] !== undefined ? m[1].replaceAll('""', '"') : (m[2] ?? '').toLowerCase();
+    const stmt = this.statements.get(name);
+    if (stmt === undefined) return bytes;
+    this.statements.delete(name);
+    this.nameGroup.set(name, this.groups);
+    if (this.stateOf(stmt.pooler) !== 'present') {
+      this.ensure(stmt, true);
+      this.sink.toBackend(SYNC);
+      this.groups++;
+      this.push({ k: 'injectedSync' });
+    }
+    this.touched(stmt.pooler);
+    this.cache.delete(stmt.pooler);
+    return queryBytes(`DEALLOCATE "${stmt.pooler}"`);
+  }
+}
+
+function queryBytes(text: string): Buffer {
+  const body = Buffer.from(`${text}\0`, 'utf8');
+  const out = Buffer.allocUnsafe(body.length + 5);
+  out[0] = T_QUERY;
+  out.writeInt32BE(body.length + 4, 1);
+  body.copy(out, 5);
+  return out;
+}
