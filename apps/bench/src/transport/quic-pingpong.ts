@@ -111,7 +111,13 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
   const warmupMs = opts.warmupMs ?? 1000;
   const size = opts.payloadBytes ?? 200;
   const certs = await generateDevCertificates({ names: ['localhost'] });
-  const child = fork(opts.serverScript, [SERVER_FLAG], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the server child;
+  // without it the child inherits this process's execArgv, as fork() does by default.
+  const workerArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter((a) => a !== '');
+  const child = fork(opts.serverScript, [SERVER_FLAG], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    ...(workerArgs !== undefined ? { execArgv: workerArgs } : {}),
+  });
   const dialer = { current: null as QuicDialer | null };
   try {
     const l = await request(child, { t: 'listen', cert: certs.certPem, key: certs.keyPem }, 'listening');

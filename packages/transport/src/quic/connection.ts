@@ -18,6 +18,8 @@ export interface ConnectionHost {
   markDirty(c: QuicConnection): void;
   /** A datagram arrived: service the connection; its ACK may wait briefly for a reply. */
   markReceived(c: QuicConnection): void;
+  /** quiche refused `n` queued datagrams (undecryptable, invalid, too late). */
+  countRejected(n: number): void;
   /** The connection reached quiche's closed state: drop its routes and timers. */
   connectionClosed(c: QuicConnection): void;
   /** Address this endpoint is bound to (for SessionInfo). */
@@ -76,6 +78,10 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   private rxHost = '';
   private rxPort = -1;
   private rxInfo: RecvInfo;
+  /** Datagrams of this turn not yet given to quiche (established connections; see `receive`). */
+  private rxQueue: Buffer[] = [];
+  private rxHosts: string[] = [];
+  private rxPorts: number[] = [];
   /** Emitted when a peer opens a stream (server side). */
   onStream: ((s: QuicSessionStream) => void) | null = null;
 
@@ -114,25 +120,56 @@ export class QuicConnection extends EventEmitter implements StreamHost {
 
   // --- endpoint-facing ------------------------------------------------------------------------
 
-  /** One datagram for this connection; false when quiche rejected it. */
+  /**
+   * One datagram for this connection; false when quiche rejected it. Once established, datagrams
+   * are only queued here and fed to quiche together at the start of the flush (`service`): all
+   * `recv` calls of a turn in a row instead of alternating with the socket's recvmsg syscalls and
+   * dgram's callbacks. During the handshake they go in at once (0-RTT discovery, state checks).
+   */
   receive(msg: Buffer, fromHost: string, fromPort: number): boolean {
+    if (this.established && !this.finalized) {
+      this.rxQueue.push(msg);
+      this.rxHosts.push(fromHost);
+      this.rxPorts.push(fromPort);
+      this.ep.markReceived(this);
+      return true;
+    }
+    const ok = this.recvOne(msg, fromHost, fromPort);
+    if (!this.established && this.init.role === 'server') this.handshakeStep();
+    this.ep.markReceived(this);
+    return ok;
+  }
+
+  private recvOne(msg: Buffer, fromHost: string, fromPort: number): boolean {
     if (fromPort !== this.rxPort || fromHost !== this.rxHost) {
       // A new path (first packet, or the peer's address changed: migration). Allocate only then.
       this.rxHost = fromHost;
       this.rxPort = fromPort;
       this.rxInfo = { from: { host: fromHost, port: fromPort }, to: this.init.local };
     }
-    let ok = true;
     try {
       this.q.recv(msg, this.rxInfo);
+      return true;
     } catch {
       // Undecryptable or invalid packets are dropped by quiche; fatal errors (TlsFail) close the
       // connection, which `afterSend` notices through isDraining/isClosed.
-      ok = false;
+      return false;
     }
-    if (!this.established && this.init.role === 'server') this.handshakeStep();
-    this.ep.markReceived(this);
-    return ok;
+  }
+
+  /** Feeds quiche the datagrams queued by `receive` since the last flush. */
+  private recvQueued(): void {
+    const msgs = this.rxQueue;
+    const n = msgs.length;
+    if (n === 0) return;
+    const hosts = this.rxHosts;
+    const ports = this.rxPorts;
+    let rejected = 0;
+    for (let i = 0; i < n; i++) if (!this.recvOne(msgs[i]!, hosts[i]!, ports[i]!)) rejected++;
+    msgs.length = 0;
+    hosts.length = 0;
+    ports.length = 0;
+    if (rejected > 0) this.ep.countRejected(rejected);
   }
 
   /** Server, during the handshake: streams that show up now arrived in 0-RTT early data. */
@@ -147,6 +184,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   /** Stream work of one flush: read what arrived, retry blocked writes. */
   service(): void {
     if (this.finalized) return;
+    this.recvQueued();
     const q = this.q;
     if (!this.established && q.isEstablished()) this.onEstablished();
     if (q.isReadable()) {
@@ -242,9 +280,15 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       if ((id & 3) !== 0) continue;
       this.seen.add(id);
       const s = this.newStream(id, early);
+      // A peer may open a stream and reset it before we read it: pollRead() then destroys the
+      // stream with an error that nobody could have listened for yet. Such a stream is never
+      // handed out, and its error (emitted on the next tick) lands on this no-op listener.
+      s.on('error', ignoreError);
       s.pollRead();
-      if (this.onStream !== null && !s.destroyed) this.onStream(s);
-      else if (this.onStream === null) s.destroy();
+      if (s.destroyed) continue;
+      s.off('error', ignoreError);
+      if (this.onStream !== null) this.onStream(s);
+      else s.destroy();
     }
   }
 
@@ -411,6 +455,9 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     if (this.finalized) return;
     this.fail();
     this.finalized = true;
+    this.rxQueue.length = 0;
+    this.rxHosts.length = 0;
+    this.rxPorts.length = 0;
     this.timer.cancel();
     if (this.ackTimer !== null) clearTimeout(this.ackTimer);
     this.ackTimer = null;
@@ -420,4 +467,8 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     for (const r of w) r();
     this.emit('closed');
   }
+}
+
+function ignoreError(): void {
+  // see discover()
 }

@@ -266,6 +266,10 @@ export class QuicEndpoint implements ConnectionHost {
     this.flusher.markReceived(c);
   }
 
+  countRejected(n: number): void {
+    this.counters.datagramsRejected += n;
+  }
+
   private afterSend(c: QuicConnection, now: number): void {
     c.afterSend(now);
     if (c.isClosed || !c.isEstablished) return;

@@ -41,6 +41,10 @@ export function closeSocket(s: dgram.Socket): Promise<void> {
   });
 }
 
+/** The last IP literal `literalLookup` answered, and its family. */
+let lastLiteral = '';
+let lastFamily = 0;
+
 /**
  * dgram resolves the destination of every unconnected `send()` through `dns.lookup`, which for an
  * IP literal still costs validators, closures and a nextTick per packet. Every address we send to
@@ -52,8 +56,15 @@ function literalLookup(
   options: LookupOneOptions | number,
   callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void,
 ): void {
+  // A server answers the same few peers over and over: skip the IP parsing for the last one.
+  if (hostname === lastLiteral) {
+    callback(null, hostname, lastFamily);
+    return;
+  }
   const family = isIP(hostname);
   if (family !== 0) {
+    lastLiteral = hostname;
+    lastFamily = family;
     callback(null, hostname, family);
     return;
   }
