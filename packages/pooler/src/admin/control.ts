@@ -70,6 +70,14 @@ interface HeldRecord {
   waiter: Waiter | null;
 }
 
+/** Copies every pool setting (the keys of DEFAULT_POOL_SETTINGS) from `from` into `into`. */
+function copySettings(into: object, from: PoolSettings): PoolSettings {
+  const target = into as Record<keyof PoolSettings, unknown>;
+  for (const key of SETTING_KEYS) target[key] = from[key];
+  return into as PoolSettings;
+}
+const SETTING_KEYS = Object.keys(DEFAULT_POOL_SETTINGS) as (keyof PoolSettings)[];
+
 type Counters = PoolCounters & { readonly database: string; readonly user: string };
 
 export class PoolerControl {
@@ -166,10 +174,9 @@ export class PoolerControl {
         return cfg().server.connectTimeoutMs;
       },
     };
-    const settings = {} as PoolSettings;
-    for (const key of Object.keys(DEFAULT_POOL_SETTINGS) as (keyof PoolSettings)[]) {
-      Object.defineProperty(settings, key, { enumerable: true, get: () => cfg().pool[key] });
-    }
+    // A plain data object (read several times per transaction), refreshed in place by configChanged()
+    // when a reload replaces the config; formerly one getter per key, each calling cfg() per read.
+    const settings = copySettings({}, cfg().pool);
     const servers = this.servers;
     const deps = {
       now: () => Date.now(),
@@ -191,6 +198,12 @@ export class PoolerControl {
     });
     this.pools.add(pool);
     return pool;
+  }
+
+  /** The config was replaced (reload): existing pools see the new pool settings from now on. */
+  configChanged(): void {
+    const next = this.config().pool;
+    for (const p of this.pools) copySettings(p.settings, next);
   }
 
   poolClosed(pool: object): void {

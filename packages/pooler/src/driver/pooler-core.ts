@@ -38,8 +38,17 @@ export class PoolerCore {
   /** Operator hooks (PAUSE, admin database, reload, SHOW facts); see admin/control.ts. */
   readonly control: PoolerControl = new PoolerControl(() => this.config, () => this.clients);
 
-  /** Replaced as a whole by a reload; sessions and pools read it live. */
-  constructor(public config: ResolvedPoolerConfig) {}
+  constructor(private current: ResolvedPoolerConfig) {}
+
+  /** Replaced as a whole by a reload; sessions read it live, pools get their settings refreshed. */
+  get config(): ResolvedPoolerConfig {
+    return this.current;
+  }
+
+  set config(next: ResolvedPoolerConfig) {
+    this.current = next;
+    this.control.configChanged();
+  }
 
   accept(stream: SessionStream): void {
     this.clientsAcceptedTotal++;
