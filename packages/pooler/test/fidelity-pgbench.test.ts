@@ -1,43 +1,16 @@
 // pgbench -M prepared and -M extended through the pooler in transaction mode: several clients over
 // fewer backends, so each client's named statements ('P0_1' ...) are prepared on backends it did
 // not prepare them on (pgbench 15 prepares lazily, inside the transaction). Zero failures. Skipped with a printed reason only when pgbench is missing.
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pgInfo, startPooler } from './pooler-helpers.js';
+import { startPooler } from './pooler-helpers.js';
 import type { TestPooler } from './pooler-helpers.js';
+import { failedTransactions, pgbench, PGBENCH_MISSING, processedTransactions, runPgbench } from './pgbench-helpers.js';
 import { directClient } from './fidelity-helpers.js';
 
-function findPgbench(): string | null {
-  for (const bin of ['pgbench', '/usr/lib/postgresql/15/bin/pgbench']) {
-    try {
-      if (bin.startsWith('/') && !existsSync(bin)) continue;
-      execFileSync(bin, ['--version'], { stdio: 'ignore' });
-      return bin;
-    } catch {
-      // not this one
-    }
-  }
-  return null;
-}
-const pgbench = findPgbench();
-if (pgbench === null) console.log('fidelity pgbench test skipped: pgbench is not installed (apt-get install postgresql-client)');
-
-function run(args: string[], port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      pgbench!,
-      ['-h', '127.0.0.1', '-p', String(port), '-U', pgInfo.user, ...args, pgInfo.database],
-      { env: { ...process.env, PGPASSWORD: pgInfo.password, PGSSLMODE: 'disable' }, timeout: 60_000 },
-      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stdout}\n${stderr}`)) : resolve(stdout + stderr)),
-    );
-  });
-}
-
-const failed = (out: string): number => Number(/number of failed transactions: (\d+)/.exec(out)?.[1] ?? NaN);
-const processed = (out: string): number => Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? NaN);
+if (pgbench === null) console.log(`fidelity pgbench test skipped: ${PGBENCH_MISSING}`);
 
 const SCRIPT = `\\set aid random(1, 1000)
 \\set delta random(-5000, 5000)
@@ -71,8 +44,8 @@ describe.skipIf(pgbench === null)('pgbench -M prepared / -M extended in transact
     // One thread per client: pgbench prepares with the synchronous PQprepare, so a thread that
     // serves several clients blocks in one client's PQprepare while another of its clients holds a
     // backend in a transaction (a deadlock of pgbench's, with any transaction pooler).
-    const out = await run(['-n', '-M', mode, '-c', '8', '-j', '8', '-t', '200', '-f', join(dir, 'tx.sql')], p.port);
-    expect(failed(out)).toBe(0);
-    expect(processed(out)).toBe(1600);
+    const out = await runPgbench(['-n', '-M', mode, '-c', '8', '-j', '8', '-t', '200', '-f', join(dir, 'tx.sql')], p.port);
+    expect(failedTransactions(out)).toBe(0);
+    expect(processedTransactions(out)).toBe(1600);
   }, 60_000);
 });

@@ -4,4 +4,5 @@ export { startPostgres, PostgresServer } from './postgres-server.js';
 export type { PgConnectionInfo, StartPostgresOptions } from './postgres-server.js';
 export { freePort } from './free-port.js';
 export { resolveRunAs } from './binaries.js';
+export { findPgbench, PGBENCH_MISSING } from './pgbench.js';
 export type { RunAs } from './binaries.js';

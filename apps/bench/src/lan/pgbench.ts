@@ -1,7 +1,7 @@
 // Running pgbench (from the machine's PostgreSQL client tools) against one target and reading
 // what it reports: tps and mean latency from its summary, p99 from its per-transaction log.
-import { execFile, execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, readdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { createReadStream, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -23,27 +23,7 @@ export interface PgbenchResult {
   readonly output: string;
 }
 
-/** pgbench on PATH, else in `pg_config --bindir`, else in Debian's /usr/lib/postgresql/<major>/bin. */
-export function findPgbench(): string | null {
-  const works = (bin: string): boolean => {
-    try {
-      execFileSync(bin, ['--version'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (works('pgbench')) return 'pgbench';
-  const dirs: string[] = [];
-  try {
-    dirs.push(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim());
-  } catch {
-    // no pg_config
-  }
-  const debian = '/usr/lib/postgresql';
-  if (existsSync(debian)) for (const v of readdirSync(debian).sort().reverse()) dirs.push(join(debian, v, 'bin'));
-  return dirs.map((d) => join(d, 'pgbench')).find((b) => existsSync(b) && works(b)) ?? null;
-}
+export { findPgbench } from '@quicpool/pg-fixture';
 
 export function runPgbench(bin: string, target: PgbenchTarget, args: readonly string[], timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
