@@ -108,7 +108,14 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   const quicRows = (): QuicListenerRow[] =>
     quicListeners.map(({ name, listener }) => {
       const s = listener.stats();
-      return { listener: name, connections: s.connections, streams: s.streams, handshakes: s.handshakes, datagramsIn: s.datagramsIn, datagramsOut: s.datagramsOut, datagramsDropped: s.datagramsDropped, bytesIn: s.bytesIn, bytesOut: s.bytesOut };
+      const h = listener.pathHealth();
+      return {
+        listener: name, connections: s.connections, streams: s.streams, handshakes: s.handshakes,
+        datagramsIn: s.datagramsIn, datagramsOut: s.datagramsOut, datagramsDropped: s.datagramsDropped,
+        bytesIn: s.bytesIn, bytesOut: s.bytesOut,
+        avgRttMs: h.rttMsAvg === null ? null : Math.round(h.rttMsAvg), maxRttMs: h.rttMsMax,
+        packetsSent: h.packetsSent, packetsLost: h.packetsLost,
+      };
     });
 
   let current: AppConfig = config;

@@ -163,6 +163,8 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   quicGauge('quicpool_quic_datagrams_in_total', 'UDP datagrams received (monotonic).', (q) => q.datagramsIn);
   quicGauge('quicpool_quic_datagrams_out_total', 'UDP datagrams sent (monotonic).', (q) => q.datagramsOut);
   quicGauge('quicpool_quic_datagrams_dropped_total', 'Datagrams for no known connection (monotonic).', (q) => q.datagramsDropped);
+  quicGauge('quicpool_quic_rtt_ms', 'Mean smoothed RTT of the open QUIC connections (ms; 0 without connections).', (q) => q.avgRttMs ?? 0);
+  quicGauge('quicpool_quic_packets_lost', 'Packets declared lost by the open QUIC connections.', (q) => q.packetsLost);
   return registry;
 }
 

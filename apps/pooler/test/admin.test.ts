@@ -90,7 +90,7 @@ describe('admin console', () => {
       expect(config.rows).toContainEqual(expect.objectContaining({ key: `users.${upstream.user}.password`, value: '********' }));
 
       const quic = await admin.query('SHOW QUIC');
-      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions']);
+      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions', 'avg_rtt_ms', 'max_rtt_ms', 'packets_sent', 'packets_lost']);
       expect(quic.rows).toEqual([expect.objectContaining({ listener: 'quic', connections: '0' })]);
 
       await expect(admin.query('SHOW NONSENSE')).rejects.toThrow(/expected POOLS, STATS/);
@@ -111,6 +111,11 @@ describe('admin console', () => {
       const quic = await admin.query('SHOW QUIC');
       expect(quic.rows[0]).toMatchObject({ listener: 'quic', connections: '1', streams: '1', handshakes: '1' });
       expect(Number(quic.rows[0]?.['datagrams_in'])).toBeGreaterThan(2);
+      // One loopback connection: quiche's smoothed RTT is a few ms at most, nothing lost.
+      expect(Number(quic.rows[0]?.['avg_rtt_ms'])).toBeGreaterThanOrEqual(0);
+      expect(Number(quic.rows[0]?.['max_rtt_ms'])).toBeLessThan(1000);
+      expect(Number(quic.rows[0]?.['packets_sent'])).toBeGreaterThan(2);
+      expect(quic.rows[0]?.['packets_lost']).toBe('0');
       const clients = await admin.query('SHOW CLIENTS');
       expect(clients.rows).toContainEqual(expect.objectContaining({ database: upstream.database, transport: 'quic', addr: '127.0.0.1', state: 'idle' }));
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();

@@ -15,6 +15,12 @@ export interface QuicListenerRow {
   readonly datagramsDropped: number;
   readonly bytesIn: number;
   readonly bytesOut: number;
+  /** Smoothed RTT (ms, whole) over the open connections' active paths; null without connections. */
+  readonly avgRttMs: number | null;
+  readonly maxRttMs: number | null;
+  /** Packets sent and declared lost by the open connections (connections that closed drop out). */
+  readonly packetsSent: number;
+  readonly packetsLost: number;
 }
 
 export interface ConfigRow {
@@ -54,7 +60,7 @@ export const SHOW_COLUMNS = {
   clients: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['tls', 'text'], ['transport', 'text']],
   servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int']],
   config: [['key', 'text'], ['value', 'text'], ['default', 'text'], ['changeable', 'text']],
-  quic: [['listener', 'text'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int']],
+  quic: [['listener', 'text'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int'], ['avg_rtt_ms', 'int'], ['max_rtt_ms', 'int'], ['packets_sent', 'int'], ['packets_lost', 'int']],
 } as const satisfies Record<string, readonly Col[]>;
 
 function showPools(ctx: AdminContext): AdminResult {
@@ -135,7 +141,7 @@ export function createAdminCommands(ctx: AdminContext): AdminCommands {
             case 'config':
               return rows(SHOW_COLUMNS.config, ctx.config().map((r) => [r.key, r.value, r.default, r.changeable ? 'yes' : 'no']));
             case 'quic':
-              return rows(SHOW_COLUMNS.quic, ctx.quic().map((q) => [q.listener, q.connections, q.streams, q.handshakes, q.datagramsIn, q.datagramsOut, q.datagramsDropped, q.bytesIn, q.bytesOut, ctx.pooler.control.earlyDataSessions]));
+              return rows(SHOW_COLUMNS.quic, ctx.quic().map((q) => [q.listener, q.connections, q.streams, q.handshakes, q.datagramsIn, q.datagramsOut, q.datagramsDropped, q.bytesIn, q.bytesOut, ctx.pooler.control.earlyDataSessions, q.avgRttMs, q.maxRttMs, q.packetsSent, q.packetsLost]));
             default:
               return { kind: 'error', sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: `SHOW ${what ?? ''}: expected POOLS, STATS, CLIENTS, SERVERS, CONFIG or QUIC` };
           }

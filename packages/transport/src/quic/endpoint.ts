@@ -36,6 +36,19 @@ export interface QuicEndpointStats {
 }
 
 
+/** Smoothed RTT and loss of the endpoint's connections, from quiche's path statistics. */
+export interface QuicPathHealth {
+  /** Mean smoothed RTT of the connections' active paths (ms), null without connections. */
+  rttMsAvg: number | null;
+  rttMsMax: number | null;
+  packetsSent: number;
+  packetsLost: number;
+  packetsRetransmitted: number;
+}
+
+/** The binding reports quiche's `rtt` Duration in this many units per millisecond. */
+const RTT_UNITS_PER_MS = 1;
+
 type Role =
   | { kind: 'server'; built: BuiltServerConfig }
   | { kind: 'client'; config: Config; opts: QuicClientEndpointOptions; tickets: QuicTicketStore; ticketKey: string };
@@ -113,6 +126,38 @@ export class QuicEndpoint implements ConnectionHost {
     for (const c of this.connections) streams += c.streams.size;
     const { datagramsOut, bytesOut } = this.flusher;
     return { connections: this.connections.size, streams, ...this.counters, datagramsOut, bytesOut };
+  }
+
+  /**
+   * Path health summed over the open connections (quiche's own counters): for the admin console
+   * and metrics. Costs a binding call per connection, so it is not part of the hot `stats()`.
+   */
+  pathHealth(): QuicPathHealth {
+    let rttSum = 0;
+    let rttMax = 0;
+    let measured = 0;
+    let packetsSent = 0;
+    let packetsLost = 0;
+    let packetsRetransmitted = 0;
+    for (const c of this.connections) {
+      const st = c.q.stats();
+      packetsSent += st.sent;
+      packetsLost += st.lost;
+      packetsRetransmitted += st.retrans;
+      for (const path of c.q.pathStats()) {
+        if (!path.active) continue;
+        rttSum += path.rtt;
+        rttMax = Math.max(rttMax, path.rtt);
+        measured++;
+      }
+    }
+    return {
+      rttMsAvg: measured === 0 ? null : rttSum / measured / RTT_UNITS_PER_MS,
+      rttMsMax: measured === 0 ? null : rttMax / RTT_UNITS_PER_MS,
+      packetsSent,
+      packetsLost,
+      packetsRetransmitted,
+    };
   }
 
   /** Client: start a new connection (resuming with 0-RTT when a ticket is known). */

@@ -1,7 +1,7 @@
 export { DEFAULT_ALPN } from './config.js';
 export type { QuicCommonOptions, QuicServerOptions, QuicClientOptions } from './config.js';
 export { QuicEndpoint } from './endpoint.js';
-export type { QuicEndpointStats, QuicClientEndpointOptions } from './endpoint.js';
+export type { QuicEndpointStats, QuicClientEndpointOptions, QuicPathHealth } from './endpoint.js';
 export { QuicConnection } from './connection.js';
 export { QuicSessionStream } from './stream.js';
 export { QuicListener } from './listener.js';

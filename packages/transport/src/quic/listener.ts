@@ -2,7 +2,7 @@
 // stream of every accepted connection becomes one SessionStream.
 import type { SessionListener, SessionStream, TransportKind } from '../session-stream.js';
 import { QuicEndpoint } from './endpoint.js';
-import type { QuicEndpointStats } from './endpoint.js';
+import type { QuicEndpointStats, QuicPathHealth } from './endpoint.js';
 import type { QuicServerOptions } from './config.js';
 import type { QuicConnection } from './connection.js';
 import type { QuicSessionStream } from './stream.js';
@@ -36,6 +36,11 @@ export class QuicListener implements SessionListener {
 
   stats(): QuicEndpointStats {
     return this.endpoint.stats();
+  }
+
+  /** RTT and loss of the accepted connections (see `QuicEndpoint.pathHealth`). */
+  pathHealth(): QuicPathHealth {
+    return this.endpoint.pathHealth();
   }
 
   /** See `QuicEndpoint.close`: graceful by default, `timeoutMs` bounds the wait. */
