@@ -4,30 +4,18 @@
 // connection is lost (the TCP vanish paths are in pg-isolation.test.ts).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forNodePostgres, generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
+import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
 import type { SessionStream } from '@quicpool/transport';
 import { createPooler } from '../src/index.js';
 import type { Pooler } from '../src/index.js';
+import { QuicSessions } from './quic-sessions.js';
 import { pgInfo } from './pooler-helpers.js';
 
 let port: number;
 let ca: string;
-const dialers: QuicDialer[] = [];
-
-function dialer(): QuicDialer {
-  const d = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca });
-  dialers.push(d);
-  return d;
-}
-
-async function client(d: QuicDialer): Promise<{ c: pg.Client; stream: SessionStream }> {
-  const stream = await d.open();
-  stream.on('error', () => undefined);
-  const c = new pg.Client({ database: pgInfo.database, user: pgInfo.user, password: pgInfo.password, stream: () => forNodePostgres(stream) });
-  c.on('error', () => undefined);
-  await c.connect();
-  return { c, stream };
-}
+const sessions = new QuicSessions(() => ({ port, ca }));
+const dialer = (): QuicDialer => sessions.dialer();
+const client = sessions.client.bind(sessions);
 
 const pidOf = async (c: pg.Client): Promise<number> => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
 
@@ -52,7 +40,7 @@ describe.each(['transaction', 'session'] as const)('QUIC vanish paths in %s mode
     const { c } = await client(dialer());
     await c.query(`drop table if exists quic_iso_${poolMode}`);
     await c.end();
-    for (const d of dialers.splice(0)) await d.close({ graceful: false }).catch(() => undefined);
+    await sessions.closeAll({ graceful: false });
     await pooler.close({ graceful: false });
   });
 

@@ -1,32 +1,19 @@
 // node-postgres over QUIC streams through the pooler: one stream = one session, many sessions per
 // QUIC connection; cancel on a fresh stream; stream reset and connection loss mid-transaction.
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeStartupPacket } from '@quicpool/wire';
-import { forNodePostgres, generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
-import type { SessionStream } from '@quicpool/transport';
+import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
 import { createPooler } from '../src/index.js';
 import type { Pooler } from '../src/index.js';
+import { QuicSessions } from './quic-sessions.js';
 import { pgInfo, rejection } from './pooler-helpers.js';
 
 let pooler: Pooler;
 let port: number;
 let ca: string;
-const dialers: QuicDialer[] = [];
-
-function dialer(): QuicDialer {
-  const d = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca });
-  dialers.push(d);
-  return d;
-}
-
-async function client(d: QuicDialer, extra: pg.ClientConfig = {}): Promise<{ c: pg.Client; stream: SessionStream }> {
-  const stream = await d.open();
-  const c = new pg.Client({ database: pgInfo.database, user: pgInfo.user, password: pgInfo.password, stream: () => forNodePostgres(stream), ...extra });
-  c.on('error', () => undefined);
-  await c.connect();
-  return { c, stream };
-}
+const sessions = new QuicSessions(() => ({ port, ca }));
+const dialer = (): QuicDialer => sessions.dialer();
+const client = sessions.client.bind(sessions);
 
 beforeAll(async () => {
   const certs = await generateDevCertificates({ names: ['localhost'] });
@@ -41,7 +28,7 @@ beforeAll(async () => {
   pooler.listen(listener);
 });
 afterAll(async () => {
-  for (const d of dialers) await d.close().catch(() => undefined);
+  await sessions.closeAll();
   await pooler.close({ graceful: false });
 });
 
