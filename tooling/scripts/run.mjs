@@ -1,15 +1,23 @@
 #!/usr/bin/env node
-// The two Quick start commands (`npm start`, `npm test`) land here. A fresh clone has only Node and
-// npm, so this script brings everything else by itself: the pinned pnpm (into .tooling/, no global
-// install), the dependencies (frozen lockfile under CI), the build, and then the job itself.
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+// The Quick start commands land here: `npm run quicpool <command>` (also `pnpm quicpool`),
+// `npm start` (= `quicpool start`) and `npm test`. A fresh clone has only Node and npm, so this
+// script brings everything else by itself: the pinned pnpm (into .tooling/, no global install),
+// the dependencies (frozen lockfile under CI) and the build, and then runs the job.
+// `quicpool`/`start` install and build only when something changed since the last time (mtimes of
+// the lockfile, the package.json files and the build inputs), so a second start spawns no pnpm;
+// `test` always installs, builds and type-checks (turbo's cache makes that cheap when unchanged).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const PNPM_VERSION = '12.4.2';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const localBin = join(root, '.tooling', 'pnpm', 'node_modules', '.bin');
+/** The daemon's package: what `quicpool` runs needs it and its workspace dependencies built. */
+const APP_DIR = join(root, 'apps', 'pooler');
+const CLI = join(APP_DIR, 'dist', 'cli.js');
 
 const env = {
   ...process.env,
@@ -34,7 +42,18 @@ function pnpmVersionOnPath() {
   return r.status === 0 ? r.stdout.trim() : null;
 }
 
+let pnpmReady = false;
+
+/** Runs the pinned pnpm, bootstrapping it first (once) when it is not there. */
+function pnpm(args, options) {
+  if (!pnpmReady) ensurePnpm();
+  pnpmReady = true;
+  return run('pnpm', args, options);
+}
+
 function ensurePnpm() {
+  // Under `pnpm <script>` pnpm itself is running: it is the pinned one (pnpm refuses a mismatch).
+  if ((process.env.npm_config_user_agent ?? '').startsWith(`pnpm/${PNPM_VERSION} `)) return;
   if (pnpmVersionOnPath() === PNPM_VERSION) return;
   if (!existsSync(join(localBin, 'pnpm'))) {
     console.log(`[quicpool] installing pnpm@${PNPM_VERSION} into .tooling/pnpm`);
@@ -49,20 +68,147 @@ function ensurePnpm() {
   }
 }
 
-const [job, ...rest] = process.argv.slice(2);
-ensurePnpm();
-run('pnpm', ['install', ...(process.env.CI ? ['--frozen-lockfile'] : [])]);
+const mtime = (path) => {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return -1;
+  }
+};
 
+/** Newest mtime under `dir` (files only; node_modules, dist and .turbo skipped); -1 when empty or missing. */
+function newestIn(dir) {
+  let newest = -1;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return -1;
+  }
+  for (const e of entries) {
+    if (e.name === 'node_modules' || e.name === 'dist' || e.name === '.turbo') continue;
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestIn(p) : mtime(p));
+  }
+  return newest;
+}
+
+/** Workspace packages (name -> folder), from the globs of pnpm-workspace.yaml (`folder/*` only). */
+function workspacePackages() {
+  const byName = new Map();
+  const yaml = readFileSync(join(root, 'pnpm-workspace.yaml'), 'utf8');
+  for (const m of yaml.matchAll(/^\s*-\s*['"]?([\w.-]+)\/\*['"]?\s*$/gm)) {
+    const parent = join(root, m[1]);
+    if (!existsSync(parent)) continue;
+    for (const e of readdirSync(parent, { withFileTypes: true })) {
+      const dir = join(parent, e.name);
+      if (!e.isDirectory() || !existsSync(join(dir, 'package.json'))) continue;
+      byName.set(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name, dir);
+    }
+  }
+  return byName;
+}
+
+/** Written after each install of ours: pnpm leaves node_modules untouched when it is up to date. */
+const INSTALL_STAMP = join(root, 'node_modules', '.quicpool-installed');
+
+/** Runs `pnpm install` when there are no node_modules or a manifest or the lockfile is newer than them. */
+function installIfNeeded(packages) {
+  const installed = Math.max(mtime(join(root, 'node_modules', '.modules.yaml')), mtime(INSTALL_STAMP));
+  const manifests = [join(root, 'package.json'), join(root, 'pnpm-lock.yaml'), join(root, 'pnpm-workspace.yaml'),
+    ...[...packages.values()].map((d) => join(d, 'package.json'))];
+  const stale = installed < 0 || manifests.some((f) => mtime(f) > installed) || !existsSync(join(APP_DIR, 'node_modules'));
+  if (stale) install();
+}
+
+function install() {
+  pnpm(['install', ...(process.env.CI ? ['--frozen-lockfile'] : [])]);
+  writeFileSync(INSTALL_STAMP, `${new Date().toISOString()}\n`);
+}
+
+/** The app and every workspace package it depends on (directly or not). */
+function closureOf(dir, packages, seen = new Set()) {
+  if (seen.has(dir)) return seen;
+  seen.add(dir);
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  for (const deps of [pkg.dependencies, pkg.devDependencies]) {
+    for (const [name, range] of Object.entries(deps ?? {})) {
+      const d = packages.get(name);
+      if (d !== undefined && String(range).startsWith('workspace:')) closureOf(d, packages, seen);
+    }
+  }
+  return seen;
+}
+
+/** Builds the daemon (turbo, cached) when a package it needs has no dist/ or a build input newer than it. */
+function buildIfNeeded(packages) {
+  const stale = [...closureOf(APP_DIR, packages)].some((dir) => {
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    if (pkg.scripts?.build === undefined) return false;
+    // Oldest output of the last build (tsup rewrites all of dist/ each time) vs newest input (turbo.json's).
+    const built = existsSync(join(dir, 'dist')) ? oldestIn(join(dir, 'dist')) : -1;
+    const inputs = Math.max(newestIn(join(dir, 'src')), ...['tsup.config.ts', 'tsconfig.json', 'package.json'].map((f) => mtime(join(dir, f))));
+    return built < 0 || inputs > built;
+  });
+  if (stale || !existsSync(CLI)) {
+    pnpm(['exec', 'turbo', 'run', 'build', '--filter=quicpool...', '--output-logs=errors-only']);
+  }
+}
+
+function oldestIn(dir) {
+  let oldest = Infinity;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    oldest = Math.min(oldest, e.isDirectory() ? oldestIn(p) : mtime(p));
+  }
+  return oldest === Infinity ? -1 : oldest;
+}
+
+/**
+ * Runs the CLI as a child and becomes its shadow: SIGINT/SIGTERM/SIGHUP are passed on (the daemon
+ * drains on the first and stops at once on a second; a Ctrl-C that reaches it twice within
+ * milliseconds, from the terminal and from us, counts once), and our exit code is the CLI's.
+ */
+function runCli(args) {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: process.cwd(), env: process.env, stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(signal, () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    });
+  }
+  // `npm run` puts a shell between npm and us; a SIGTERM sent to npm alone ends npm and that shell
+  // but reaches neither us nor the CLI. Once our parent is gone, drain and stop the CLI as SIGTERM would.
+  const parent = process.ppid;
+  const orphanCheck = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(orphanCheck);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  }, 500);
+  orphanCheck.unref();
+  child.on('error', (e) => {
+    console.error(`[quicpool] could not run ${CLI}: ${e.message}`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
+}
+
+const [job, ...rest] = process.argv.slice(2);
 switch (job) {
   case 'test':
-    run('pnpm', ['exec', 'turbo', 'run', 'build', 'typecheck', '--output-logs=errors-only']);
-    process.exit(run('pnpm', ['exec', 'vitest', 'run', ...rest], { allowFail: true }));
+    install();
+    pnpm(['exec', 'turbo', 'run', 'build', 'typecheck', '--output-logs=errors-only']);
+    process.exit(pnpm(['exec', 'vitest', 'run', ...rest], { allowFail: true }));
     break;
   case 'start':
-    run('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=quicpool...', '--output-logs=errors-only']);
-    process.exit(run('node', [join(root, 'apps', 'pooler', 'dist', 'cli.js'), 'start', ...rest], { allowFail: true }));
+  case 'quicpool': {
+    // pnpm is fetched, and run, only when something needs installing or building.
+    const packages = workspacePackages();
+    installIfNeeded(packages);
+    buildIfNeeded(packages);
+    runCli(job === 'start' ? ['start', ...rest] : rest);
     break;
+  }
   default:
-    console.error('usage: node tooling/scripts/run.mjs <test|start> [args...]');
+    console.error('usage: node tooling/scripts/run.mjs <quicpool|start|test> [args...]');
     process.exit(2);
 }

@@ -21,16 +21,26 @@ import type { Logger } from './logger.js';
 import type { LogFormat } from './logger.js';
 import { createMetrics, serveMetrics } from './metrics.js';
 
-/** Connection and login events at info (connects before login and anonymous closes at debug). */
+/**
+ * Login events at info, failed logins at warn (info when the client simply went away, as psql does
+ * before prompting for a password); connects, admissions and anonymous closes at debug. Fields:
+ * transport, client address, database, user and the reason; never a password or secret.
+ */
 function logClientEvent(log: Logger, e: ClientEvent): void {
   const peer = e.info === undefined ? undefined : { transport: e.info.kind, addr: `${e.info.remoteAddress}:${e.info.remotePort}` };
   switch (e.type) {
     case 'connected':
       return log.debug(peer, 'client connected');
     case 'admitted':
-      return log.info({ ...peer, database: e.database, user: e.user }, 'client logged in');
+      return log.debug({ ...peer, database: e.database, user: e.user }, 'client admitted');
     case 'refused':
       return log.warn({ ...peer, database: e.database, user: e.user, sqlstate: e.sqlstate, reason: e.message }, 'client refused');
+    case 'loggedIn':
+      return log.info({ ...peer, database: e.database, user: e.user }, 'client logged in');
+    case 'loginFailed': {
+      const fields = { ...peer, database: e.database, user: e.user, stage: e.stage, sqlstate: e.sqlstate, reason: e.reason };
+      return e.sqlstate === null ? log.info(fields, 'client login abandoned') : log.warn(fields, 'client login failed');
+    }
     case 'closed':
       if (e.user === '') return log.debug({ ...peer, durationMs: e.durationMs }, 'client closed before login');
       return log.info({ ...peer, database: e.database, user: e.user, durationMs: e.durationMs }, 'client closed');
@@ -258,8 +268,14 @@ function printBanner(b: {
   if (first !== undefined) {
     const [user, u] = first;
     const auth = `${encodeURIComponent(user)}:${encodeURIComponent(u.password ?? '')}`;
-    lines.push(`Connect:  postgresql://${auth}@${connectHost}:${b.tcpPort}/postgres`);
-    if (b.quicPort !== undefined) lines.push(`QUIC:     quic://${auth}@localhost:${b.quicPort}/postgres?host=${connectHost}&ca=${encodeURIComponent(b.cert.caPath ?? '')}`);
+    const url = `postgresql://${auth}@${connectHost}:${b.tcpPort}/postgres`;
+    lines.push(`Connect:  ${url}`);
+    if (b.quicPort !== undefined) {
+      // The QUIC client (@quicpool/client) takes the login from the URL and the endpoint, the
+      // certificate's name and the CA from `quic`; the options are JSON, so JavaScript as well.
+      const quic = { endpoints: [`${connectHost}:${b.quicPort}`], serverName: 'localhost', ...(b.cert.caPath === undefined ? {} : { caFile: b.cert.caPath }) };
+      lines.push(`QUIC:     new QuicPool(${JSON.stringify({ connectionString: url, quic })})   // import { QuicPool } from '@quicpool/client'`);
+    }
     lines.push(`Admin:    psql 'postgresql://${auth}@${connectHost}:${b.tcpPort}/${b.adminDb}' -c 'SHOW POOLS'`);
   } else {
     lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);

@@ -70,6 +70,17 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
       this.set(pooler.stats().clientsRefusedTotal);
     },
   });
+  // Failed logins by where they stopped and transport (never by user: names a guesser sends would
+  // make a series each). Abandoned logins (the client hung up, no error) are not failures.
+  const loginFailures = new Counter({
+    name: 'quicpool_client_login_failures_total',
+    help: 'Admitted clients that got a FATAL error before their login completed (stage: authentication or server login).',
+    labelNames: ['stage', 'transport'],
+    registers: [registry],
+  });
+  control.clientListeners.add((e) => {
+    if (e.type === 'loginFailed' && e.sqlstate !== null) loginFailures.inc({ stage: e.stage, transport: e.info?.kind ?? 'unknown' });
+  });
   new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], collect() { this.set(control.paused ? 1 : 0); } });
 
   // Per transaction the listener only appends two numbers to a preallocated buffer of its

@@ -1,6 +1,7 @@
 // The admin console through the pooler (database "quicpool", admin users only), RELOAD/SIGHUP
 // with valid and invalid files, and the Prometheus endpoint, against the run's real PostgreSQL.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -65,7 +66,7 @@ describe('admin console', () => {
 
       const clients = await admin.query('SHOW CLIENTS');
       expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport']);
-      expect(clients.rows).toContainEqual(expect.objectContaining({ type: 'C', database: upstream.database, state: 'active', addr: '127.0.0.1', local_port: String(port), transport: 'tcp' }));
+      expect(clients.rows).toContainEqual(expect.objectContaining({ type: 'C', database: upstream.database, state: 'active', addr: '127.0.0.1', local_port: String(port), tls: '', transport: 'tcp' }));
       expect(clients.rows).toContainEqual(expect.objectContaining({ database: 'quicpool', user: upstream.user }));
 
       const servers = await admin.query('SHOW SERVERS');
@@ -77,7 +78,7 @@ describe('admin console', () => {
       await app.query('COMMIT');
 
       const stats = await admin.query('SHOW STATS');
-      expect(stats.fields.map((f) => f.name)).toEqual(['database', 'user', 'total_xact_count', 'total_xact_time', 'total_wait_time', 'avg_xact_time', 'avg_wait_time']);
+      expect(stats.fields.map((f) => f.name)).toEqual(['database', 'user', 'total_xact_count', 'total_query_count', 'total_received', 'total_sent', 'total_xact_time', 'total_query_time', 'total_wait_time', 'avg_xact_time', 'avg_query_time', 'avg_wait_time']);
       const s = stats.rows.find((r: Record<string, string>) => r['database'] === upstream.database);
       expect(Number(s?.['total_xact_count'])).toBeGreaterThanOrEqual(1);
       expect(Number(s?.['total_xact_time'])).toBeGreaterThan(0);
@@ -117,7 +118,8 @@ describe('admin console', () => {
       expect(Number(quic.rows[0]?.['packets_sent'])).toBeGreaterThan(2);
       expect(quic.rows[0]?.['packets_lost']).toBe('0');
       const clients = await admin.query('SHOW CLIENTS');
-      expect(clients.rows).toContainEqual(expect.objectContaining({ database: upstream.database, transport: 'quic', addr: '127.0.0.1', state: 'idle' }));
+      // QUIC always runs TLS 1.3: the tls column says so, as for a TLS session.
+      expect(clients.rows).toContainEqual(expect.objectContaining({ database: upstream.database, transport: 'quic', tls: 'TLSv1.3', addr: '127.0.0.1', state: 'idle' }));
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       expect(metrics).toContain(`quicpool_transactions_total{database="${upstream.database}",user="${upstream.user}",transport="quic"} 1`);
       expect(metrics).toContain('quicpool_quic_connections{listener="quic"} 1');
@@ -133,6 +135,17 @@ describe('admin console', () => {
     const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: upstream.password, database: upstream.database, ssl: { ca, servername: 'localhost' } });
     await c.connect();
     expect((await c.query('SELECT 3 AS three')).rows).toEqual([{ three: 3 }]);
+    const admin = await connect('quicpool');
+    try {
+      // The SSLRequest-upgraded client shows as TLS in SHOW CLIENTS (PgBouncer's tls column).
+      const clients = (await admin.query('SHOW CLIENTS')).rows as Record<string, string>[];
+      const localPort = (c as unknown as { connection: { stream: { localPort: number } } }).connection.stream.localPort;
+      const mine = clients.filter((r) => r['port'] === String(localPort));
+      expect(mine).toEqual([expect.objectContaining({ user: upstream.user, database: upstream.database, tls: 'TLSv1.3', transport: 'tls', addr: '127.0.0.1' })]);
+      expect(clients.find((r) => r['database'] === 'quicpool')).toMatchObject({ tls: '', transport: 'tcp' }); // this admin session: plain TCP
+    } finally {
+      await admin.end();
+    }
     await c.end();
     const wrongCa = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: upstream.password, database: upstream.database, ssl: { servername: 'localhost' } });
     await expect(wrongCa.connect()).rejects.toThrow(/certificate/);
@@ -245,6 +258,56 @@ describe('logs', () => {
   });
 });
 
+describe('failed logins', () => {
+  type LogLine = { msg: string; level: number; user?: string; database?: string; transport?: string; addr?: string; stage?: string; sqlstate?: string | null; reason?: string };
+  const logLines = (): LogLine[] => daemon.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+
+  it('are logged at warn with user, database, client address, transport and reason, never the password', async () => {
+    const wrongPassword = 'wrong-Secret-7d1f';
+    const ca = await readFile(join(dir, 'certs', 'ca.pem'), 'utf8');
+    const overTls = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: wrongPassword, database: upstream.database, ssl: { ca, servername: 'localhost' } });
+    await expect(overTls.connect()).rejects.toThrow(/password authentication failed/);
+    await expect(connect('template1', 'no_such_user', wrongPassword)).rejects.toThrow(/password authentication failed/);
+    await daemon.waitFor(/"msg":"client login failed"[^\n]*no_such_user|no_such_user[^\n]*"msg":"client login failed"/);
+
+    const failed = logLines().filter((l) => l.msg === 'client login failed');
+    expect(failed).toContainEqual(
+      expect.objectContaining({ level: 40, user: upstream.user, database: upstream.database, transport: 'tls', stage: 'authentication', sqlstate: '28P01', reason: `password authentication failed for user "${upstream.user}"` }),
+    );
+    // The client is told only "password authentication failed"; the log also says why.
+    expect(failed).toContainEqual(
+      expect.objectContaining({ level: 40, user: 'no_such_user', database: 'template1', transport: 'tcp', sqlstate: '28P01', reason: 'password authentication failed for user "no_such_user" (no such user in the config)' }),
+    );
+    for (const l of failed) expect(l.addr).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(logLines().filter((l) => l.msg === 'client logged in' && l.user === 'no_such_user')).toEqual([]);
+    expect(daemon.output()).not.toContain(wrongPassword);
+  });
+
+  it('logs a client that hangs up during authentication at info, and a failed server login at warn', async () => {
+    // A StartupMessage, the server's SASL request, then the client goes (psql does this before prompting for a password).
+    const params = Buffer.from(`user\0${upstream.user}\0database\0abandoned_db\0\0`);
+    const startup = Buffer.alloc(8);
+    startup.writeInt32BE(8 + params.length, 0);
+    startup.writeInt32BE(196608, 4); // protocol 3.0
+    const answer = await new Promise<Buffer>((resolve, reject) => {
+      const sock = createConnection({ host: '127.0.0.1', port }, () => sock.write(Buffer.concat([startup, params])));
+      sock.once('data', (b: Buffer) => {
+        sock.destroy();
+        resolve(b);
+      });
+      sock.once('error', reject);
+    });
+    expect([String.fromCharCode(answer[0] ?? 0), answer.readInt32BE(5)]).toEqual(['R', 10]); // AuthenticationSASL
+    await expect(connect('no_such_database')).rejects.toThrow(/does not exist/);
+    await daemon.waitFor(/abandoned_db/);
+    await daemon.waitFor(/"msg":"client login failed"[^\n]*no_such_database|no_such_database[^\n]*"msg":"client login failed"/);
+    expect(logLines()).toContainEqual(
+      expect.objectContaining({ msg: 'client login abandoned', level: 30, user: upstream.user, database: 'abandoned_db', transport: 'tcp', stage: 'authentication', sqlstate: null, reason: 'the client closed the connection during authentication' }),
+    );
+    expect(logLines()).toContainEqual(expect.objectContaining({ msg: 'client login failed', level: 40, user: upstream.user, database: 'no_such_database', stage: 'server login', sqlstate: '3D000' }));
+  });
+});
+
 describe('metrics endpoint', () => {
   it('serves valid exposition format whose counters move with traffic', async () => {
     const scrape = async (): Promise<Map<string, number>> => {
@@ -257,8 +320,11 @@ describe('metrics endpoint', () => {
     const before = await scrape();
     const app = await connect(upstream.database);
     for (let i = 0; i < 5; i++) await app.query('SELECT 1');
+    await expect(connect(upstream.database, upstream.user, 'not-the-password')).rejects.toThrow(/password authentication failed/);
     const during = await scrape();
     await app.end();
+    const failures = 'quicpool_client_login_failures_total{stage="authentication",transport="tcp"}';
+    expect((during.get(failures) ?? 0) - (before.get(failures) ?? 0)).toBe(1);
     expect((during.get(`quicpool_transactions_total${key}`) ?? 0) - (before.get(`quicpool_transactions_total${key}`) ?? 0)).toBe(5);
     expect(during.get(`quicpool_transaction_duration_seconds_count${key}`)).toBe(during.get(`quicpool_transactions_total${key}`));
     expect(during.get(`quicpool_clients${key}`)).toBe(1);

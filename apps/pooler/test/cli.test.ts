@@ -1,26 +1,28 @@
 // The CLI end to end as a user runs it: `quicpool start` with no config brings up the embedded
-// PostgreSQL behind the pooler, serves pg over TCP and over a QUIC stream, stops cleanly on
-// SIGTERM, and a second start finds the same data and credentials.
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+// PostgreSQL behind the pooler, serves pg over TCP and the QUIC client (@quicpool/client) with
+// exactly what the banner printed, stops cleanly on SIGTERM, and a second start finds the same
+// data and credentials.
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { QuicPool } from '@quicpool/client';
+import type { QuicPoolConfig } from '@quicpool/client';
 import { freePort } from '@quicpool/pg-fixture';
-import { forNodePostgres, QuicDialer } from '@quicpool/transport';
 import { startDaemon } from './daemon.js';
 
-async function queryOverQuic(port: number, caPath: string, user: string, password: string, sql: string): Promise<unknown[]> {
-  const dialer = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca: await readFile(caPath, 'utf8') });
+/** The banner's QUIC line: `new QuicPool({...})` with JSON options, pasted as they are. */
+async function queryOverQuic(banner: string, sql: string): Promise<unknown[]> {
+  const options = /^QUIC:\s+new QuicPool\((\{.*\})\)/m.exec(banner)?.[1];
+  expect(options).toBeDefined();
+  const pool = new QuicPool(JSON.parse(options ?? '{}') as QuicPoolConfig);
   try {
-    const stream = await dialer.open();
-    const client = new pg.Client({ user, password, database: 'postgres', stream: () => forNodePostgres(stream) });
-    await client.connect();
-    const { rows } = await client.query(sql);
-    await client.end();
+    const { rows } = await pool.query(sql);
+    expect(pool.sessions?.stats().connections).toBe(1); // it really went over QUIC
     return rows;
   } finally {
-    await dialer.close({ graceful: false });
+    await pool.end();
   }
 }
 
@@ -43,7 +45,7 @@ describe('quicpool start (embedded PostgreSQL)', () => {
       const banner = first.output();
       url = /Connect:\s+(\S+)/.exec(banner)?.[1] ?? '';
       expect(url).toMatch(new RegExp(`^postgresql://postgres:[^@]+@127\\.0\\.0\\.1:${port}/postgres$`));
-      expect(banner).toMatch(/QUIC:\s+quic:\/\/postgres:/);
+      expect(banner).toMatch(/QUIC:\s+new QuicPool\(\{"connectionString":"postgresql:\/\/postgres:/);
       expect(banner).toMatch(/Fingerprint \(SHA-256\): ([0-9A-F]{2}:){31}[0-9A-F]{2}/);
       const caPath = /CA:\s+(\S+)/.exec(banner)?.[1] ?? '';
       expect(caPath).toBe(join(stateDir, 'certs', 'ca.pem'));
@@ -56,8 +58,7 @@ describe('quicpool start (embedded PostgreSQL)', () => {
       await client.query("INSERT INTO kept VALUES ('still here')");
       await client.end();
 
-      const password = decodeURIComponent(new URL(url).password);
-      expect(await queryOverQuic(port, caPath, 'postgres', password, "SELECT v, 'quic' AS via FROM kept")).toEqual([{ v: 'still here', via: 'quic' }]);
+      expect(await queryOverQuic(banner, "SELECT v, 'quic' AS via FROM kept")).toEqual([{ v: 'still here', via: 'quic' }]);
     } finally {
       expect(await first.stop('SIGTERM')).toBe(0);
     }

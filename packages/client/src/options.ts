@@ -2,6 +2,7 @@
 // connection (initial_max_streams_bidi); we never ask for more than it granted, so
 // `streamsPerConnection` is only an upper bound of our own.
 import type { QuicCommonOptions, QuicTicketStore } from '@quicpool/transport';
+import type { StartupHints } from './fast-start.js';
 
 /** One pooler endpoint: `'host:port'`, `'[v6]:port'`, or an object. */
 export type EndpointSpec = string | { readonly host: string; readonly port: number; readonly serverName?: string };
@@ -47,6 +48,11 @@ export interface SessionManagerOptions extends CertificateOptions {
   readonly earlyData?: boolean;
   /** Where session tickets live; share one store across managers to resume across them. */
   readonly tickets?: QuicTicketStore;
+  /**
+   * Which logins the pooler accepted without a password, learned by QuicClient (pipelined startup
+   * under trust); share one store, like `tickets`, so a new manager starts with what an old one learned.
+   */
+  readonly startupHints?: StartupHints;
   /** Transport tuning passed to every QUIC connection (ALPN, idle timeout, keep-alive, windows ...). */
   readonly quic?: QuicCommonOptions;
 }

@@ -8,11 +8,18 @@ import pg from 'pg';
 import { forNodePostgres } from '@quicpool/transport';
 import type { QuicSessionStream } from '@quicpool/transport';
 import type { SessionSource } from './session-manager.js';
+import { pipelineStartup, StartupHints } from './fast-start.js';
+import type { PgConnectionInternals } from './fast-start.js';
 import { discardStream } from './waiters.js';
 
 export interface QuicClientConfig extends Omit<pg.ClientConfig, 'stream' | 'ssl' | 'host' | 'port'> {
   /** Where the session stream comes from: a SessionManager (or a QuicPool's `sessions`). */
   readonly sessions: SessionSource;
+  /**
+   * Send the first query in the same flight as the last login message instead of waiting for
+   * the startup's ReadyForQuery (see fast-start.ts). Default true.
+   */
+  readonly fastStart?: boolean;
 }
 
 /** Stands in for the socket until a session stream is acquired; pg never writes to it. */
@@ -24,8 +31,10 @@ class PendingSocket extends Duplex {
 }
 
 interface PgInternals {
-  connection: { stream: Duplex };
+  connection: { stream: Duplex } & PgConnectionInternals;
   _ending: boolean;
+  user: string;
+  database: string;
 }
 
 type ConnectCallback = ((err: Error) => void) | ((err: null, c: pg.Client) => void);
@@ -34,14 +43,25 @@ export class QuicClient extends pg.Client {
   private readonly sessions: SessionSource;
   private readonly placeholder: PendingSocket;
   private acquireStarted = false;
+  private readonly fastStart: boolean;
+  private pipelined: boolean | null = null;
 
   constructor(config: QuicClientConfig) {
     const placeholder = new PendingSocket();
-    const { sessions, ...rest } = config;
+    const { sessions, fastStart, ...rest } = config;
     // pg.Pool hides `password` (non-enumerable) in the options it passes: copy it explicitly.
     super({ ...rest, password: config.password, stream: () => placeholder });
     this.sessions = sessions;
     this.placeholder = placeholder;
+    this.fastStart = fastStart ?? true;
+  }
+
+  /**
+   * Whether this client's first query went out right behind its last login message (true), or
+   * after the startup's ReadyForQuery (false); null before the startup is over.
+   */
+  get startupPipelined(): boolean | null {
+    return this.pipelined;
   }
 
   /** The QUIC session stream this client runs on, once connected. */
@@ -82,6 +102,13 @@ export class QuicClient extends pg.Client {
         }
         self.connection.stream = forNodePostgres(stream);
         this.placeholder.destroy();
+        const hints = this.sessions.startupHints;
+        if (this.fastStart && hints !== undefined) {
+          const key = StartupHints.key(self.user, self.database);
+          pipelineStartup(self.connection, stream, hints, key, (pipelined) => {
+            this.pipelined = pipelined;
+          });
+        }
         connectPg();
       },
       (err: Error) => {

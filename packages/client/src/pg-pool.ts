@@ -19,6 +19,8 @@ export interface QuicPoolConfig extends Omit<pg.PoolConfig, 'Client' | 'stream'>
    * or a SessionManager shared with other pools (closed by you).
    */
   readonly quic?: SessionManagerOptions | SessionManager;
+  /** QUIC: send a new session's first query right behind its last login message (QuicClient's `fastStart`). Default true. */
+  readonly fastStart?: boolean;
 }
 
 interface PendingItem {

@@ -11,6 +11,7 @@ import type { CertificatePolicy } from './certificates.js';
 import { PoolerEndpoint, parseEndpoint } from './endpoints.js';
 import { resolveManagerOptions } from './options.js';
 import type { ResolvedManagerOptions, SessionManagerOptions } from './options.js';
+import { StartupHints } from './fast-start.js';
 import { emptyCounters, unreachableError } from './stats.js';
 import type { ManagerCounters, SessionManagerEvents, SessionManagerStats } from './stats.js';
 import { abortError, discardStream, newWaiter, WaitQueue } from './waiters.js';
@@ -19,6 +20,8 @@ import type { Waiter } from './waiters.js';
 /** Anything that hands out open session streams (the manager, or your own for tests). */
 export interface SessionSource {
   acquire(options?: AcquireOptions): Promise<QuicSessionStream>;
+  /** What QuicClient learned about logins (enables its pipelined startup under trust). */
+  readonly startupHints?: StartupHints;
 }
 
 export interface AcquireOptions {
@@ -45,6 +48,8 @@ const MAX_ATTEMPTS = 3;
 
 export class SessionManager extends EventEmitter<SessionManagerEvents> implements SessionSource {
   readonly options: ResolvedManagerOptions;
+  /** Logins the pooler accepted without a password (shared via the `startupHints` option). */
+  readonly startupHints: StartupHints;
   private readonly endpoints: PoolerEndpoint[];
   private readonly policy: CertificatePolicy;
   private readonly conns = new Set<Managed>();
@@ -61,6 +66,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> implement
     super();
     this.options = resolveManagerOptions(options);
     this.policy = certificatePolicy(options);
+    this.startupHints = options.startupHints ?? new StartupHints();
     this.waiters = new WaitQueue(this.options.acquireTimeoutMs, () => {
       this.counters.acquireFailures++;
       const { acquireTimeoutMs: ms, maxConnections: n, streamsPerConnection: mm } = this.options;

@@ -62,7 +62,7 @@ describe.each<Via>(['tcp', 'quic'])('COPY over %s', (via) => {
       expect(after?.n).toBe(ROWS);
     } finally {
       await sql.unsafe(`drop table if exists ${table}`).catch(() => undefined);
-      await sql.end({ timeout: 1 });
+      await sql.end();
     }
   }, 60_000);
 });

@@ -21,7 +21,7 @@ describe.each<Via>(['tcp', 'quic'])('postgres.js over %s', (via) => {
         expect(r[0]?.t).toBe(`t${i % 7}`);
       });
     } finally {
-      await sql.end({ timeout: 1 });
+      await sql.end();
     }
   }, 30_000);
 
@@ -51,7 +51,7 @@ describe.each<Via>(['tcp', 'quic'])('postgres.js over %s', (via) => {
       expect(count?.n).toBe(20);
     } finally {
       await sql.unsafe(`drop table if exists ${table}`).catch(() => undefined);
-      await sql.end({ timeout: 1 });
+      await sql.end();
     }
   }, 30_000);
 
@@ -71,7 +71,7 @@ describe.each<Via>(['tcp', 'quic'])('postgres.js over %s', (via) => {
       const again = await Promise.all([sql`select 1 as n`, sql`select 3 as n`]);
       expect(again.map((r) => r[0]?.n)).toEqual([1, 3]);
     } finally {
-      await sql.end({ timeout: 1 });
+      await sql.end();
     }
   }, 30_000);
 
@@ -89,8 +89,8 @@ describe.each<Via>(['tcp', 'quic'])('postgres.js over %s', (via) => {
       for (let i = 0; i < 100 && got.length < 5; i++) await new Promise((r) => setTimeout(r, 20));
       expect(got).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
     } finally {
-      await sql.end({ timeout: 1 });
-      await other.end({ timeout: 1 });
+      await sql.end();
+      await other.end();
     }
   }, 30_000);
 });

@@ -3,7 +3,6 @@
 // turning verification off. Not for production: the CA key is thrown away.
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
-import { generate } from 'selfsigned';
 
 export interface DevCertificateOptions {
   /**
@@ -37,6 +36,9 @@ export async function generateDevCertificates(options: DevCertificateOptions = {
   const notBeforeDate = new Date(Date.now() - 60_000); // tolerate small clock skew
   const notAfterDate = new Date(notBeforeDate.getTime() + (options.days ?? 30) * 86_400_000);
   const common = { keyType: 'ec' as const, curve: 'P-256' as const, algorithm: 'sha256', notBeforeDate, notAfterDate };
+  // Loaded on first use: selfsigned pulls in an X.509/ASN.1 stack that costs 0.2-0.7 s to import,
+  // which every importer of this package (the daemon's start) would otherwise pay.
+  const { generate } = await import('selfsigned');
 
   const ca = await generate([{ name: 'commonName', value: 'quicpool development CA' }], {
     ...common,

@@ -45,10 +45,25 @@ export interface SessionInfo {
  */
 export interface SessionStream extends Duplex {
   readonly info: SessionInfo;
+  /**
+   * `net.Socket#readyState`: drivers rely on it. postgres.js sends Terminate only when it is
+   * 'open' and then waits for 'close' unless it is 'closed' — without it `sql.end()` never resolves.
+   */
+  readonly readyState: SocketReadyState;
   setNoDelay(noDelay?: boolean): this;
   setKeepAlive(enable?: boolean, initialDelay?: number): this;
   ref(): this;
   unref(): this;
+}
+
+export type SocketReadyState = 'opening' | 'open' | 'readOnly' | 'writeOnly' | 'closed';
+
+/** `readyState` of a Duplex that is connected from the start, computed the way net.Socket does. */
+export function duplexReadyState(d: Duplex): SocketReadyState {
+  if (d.readable && d.writable) return 'open';
+  if (d.readable) return 'readOnly';
+  if (d.writable) return 'writeOnly';
+  return 'closed';
 }
 
 /** Accepts session streams from peers. */

@@ -90,6 +90,20 @@ export function describeSessionStreamContract(kind: string, source: () => PairSo
       expect((await clientError)?.code).toBe('ECONNRESET');
     });
 
+    it('reports readyState like net.Socket through end and close (postgres.js relies on it)', async () => {
+      const [client, server] = await pair();
+      expect([client.readyState, server.readyState]).toEqual(['open', 'open']);
+      client.end('bye');
+      expect(client.readyState).toBe('readOnly');
+      expect((await readAll(server)).toString()).toBe('bye');
+      expect(server.readyState).toBe('writeOnly');
+      const clientEof = readAll(client);
+      server.end();
+      expect((await clientEof).length).toBe(0);
+      await Promise.all([closed(client), closed(server)]);
+      expect([client.readyState, server.readyState]).toEqual(['closed', 'closed']);
+    });
+
     it('a graceful destroy is EOF for the peer, not an error', async () => {
       const [client, server] = await pair();
       const read = readAll(client);

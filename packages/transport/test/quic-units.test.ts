@@ -8,6 +8,7 @@ import { SeenIds } from '../src/quic/stream-ids.js';
 import { RetryTokens } from '../src/quic/routing/retry.js';
 import { QuicListener, QuicTicketStore } from '../src/quic/index.js';
 import { devCerts, waitFor } from './quic-helpers.js';
+import { CLOSED_ROUTE_MS, ClosedRoutes, MAX_CLOSED_ROUTES } from '../src/quic/routing/closed.js';
 
 test('routeKey reads the first 6 CID bytes as one integer, wherever the CID sits', () => {
   const cid = Uint8Array.from([0xff, 0xee, 0x01, 0x02, 0x03, 0x04, 0x99, 0x98]);
@@ -79,4 +80,21 @@ test('datagrams for unknown connections and garbage are dropped without harm', a
     sock.close();
     await listener.close();
   }
+});
+
+test('closed routes repeat a CLOSE after the 1st, 2nd, 4th, 8th packet, then expire, and stay bounded', () => {
+  const closed = new ClosedRoutes();
+  const to = { host: '127.0.0.1', port: 9 };
+  const packet = Buffer.from('close');
+  closed.add(7, packet, to, 0);
+  const answered = Array.from({ length: 16 }, (_, i) => closed.echoFor(7, 10) !== null ? i + 1 : 0).filter((n) => n > 0);
+  expect(answered).toEqual([1, 2, 4, 8, 16]);
+  expect(closed.echoFor(8, 10)).toBeNull(); // unknown key
+  expect(closed.echoFor(7, CLOSED_ROUTE_MS + 1)).toBeNull(); // expired, and forgotten
+  expect(closed.has(7)).toBe(false);
+  for (let k = 0; k < MAX_CLOSED_ROUTES + 5; k++) closed.add(k, packet, to, 0);
+  expect(closed.size).toBe(MAX_CLOSED_ROUTES);
+  expect(closed.has(0)).toBe(false); // the oldest went first
+  closed.expire(CLOSED_ROUTE_MS + 1);
+  expect(closed.size).toBe(0);
 });

@@ -6,3 +6,5 @@ export { freePort } from './free-port.js';
 export { resolveRunAs } from './binaries.js';
 export { findPgbench, PGBENCH_MISSING } from './pgbench.js';
 export type { RunAs } from './binaries.js';
+export { startUdpFaultRelay } from './udp-fault-relay.js';
+export type { UdpFaultRelay } from './udp-fault-relay.js';

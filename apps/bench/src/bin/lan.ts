@@ -1,7 +1,12 @@
 // `pnpm bench:lan`: pgbench -S direct vs through quicpool (TCP) vs through PgBouncer (when
 // installed), on loopback, in one run.
 //   node dist/bin/lan.js [--json] [--duration 20] [--quick] [--rounds 1] [--warmup 2] [--clients 50]
-//                        [--jobs 2] [--pool-size 20] [--profile DIR]
+//                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer]
+//                        [--worker-flag --perf-basic-prof]... [--rate TPS]
+// --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
+// --baseline <path of another build's index.js>: that build of @quicpool/pooler is measured too, in every round
+// right after quicpoolTcp (target quicpoolBaseline): a before/after comparison under the same load.
+// POOLER_MODULE=<path> in the environment replaces the quicpoolTcp worker's build instead.
 // --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported (noisy machines). --profile: a V8 CPU profile of the quicpool worker into DIR.
 // With --json the last line is one JSON object of the figures. This program is also the forked
 // quicpool worker of its own runs (WORKER_FLAG).
@@ -26,6 +31,10 @@ if (workerAt >= 0) {
       jobs: { type: 'string', default: '2' },
       'pool-size': { type: 'string', default: '20' },
       profile: { type: 'string' },
+      targets: { type: 'string', default: 'direct,quicpoolTcp,pgbouncer' },
+      rate: { type: 'string' },
+      baseline: { type: 'string' },
+      'worker-flag': { type: 'string', multiple: true, default: [] },
     },
   });
   const positive = (name: string, v: string): number => {
@@ -43,6 +52,13 @@ if (workerAt >= 0) {
       poolSize: positive('pool-size', values['pool-size']),
       json: values.json,
       profileDir: values.profile ?? null,
+      workerFlags: values['worker-flag'],
+      rate: values.rate === undefined ? null : positive('rate', values.rate),
+      baseline: values.baseline ?? null,
+      targets: new Set(values.targets.split(',').map((t) => {
+        if (t !== 'direct' && t !== 'quicpoolTcp' && t !== 'pgbouncer') throw new Error(`--targets: unknown target ${t}`);
+        return t;
+      })),
       script: fileURLToPath(import.meta.url),
     });
   } catch (e) {

@@ -3,7 +3,7 @@
 // and closes on SIGTERM or when its stdin (held by the bench) ends.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { createPooler } from '@quicpool/pooler';
+import { createPooler as builtInCreatePooler } from '@quicpool/pooler';
 import { listenTcp } from '@quicpool/transport';
 
 export const WORKER_FLAG = '--quicpool-worker';
@@ -24,6 +24,10 @@ export interface RunningQuicpool {
 
 /** The worker side: runs until SIGTERM. */
 export async function runQuicpoolWorker(config: QuicpoolWorkerConfig): Promise<void> {
+  // A/B comparisons on a busy machine: POOLER_MODULE=/path/to/other/build/index.js runs that build
+  // of @quicpool/pooler instead (e.g. the last commit's, built into a temp folder).
+  const alt = process.env['POOLER_MODULE'];
+  const createPooler = alt === undefined || alt === '' ? builtInCreatePooler : ((await import(alt)) as { createPooler: typeof builtInCreatePooler }).createPooler;
   const pooler = createPooler({
     server: { host: config.serverHost, port: config.serverPort },
     users: { [config.user]: { password: config.password } },
@@ -39,8 +43,15 @@ export async function runQuicpoolWorker(config: QuicpoolWorkerConfig): Promise<v
 }
 
 /** The bench side: forks `script` as a worker; `nodeFlags` e.g. ['--cpu-prof', '--cpu-prof-dir=x']. */
-export function startQuicpool(script: string, config: QuicpoolWorkerConfig, nodeFlags: readonly string[] = []): Promise<RunningQuicpool> {
-  const child = spawn(process.execPath, [...nodeFlags, script, WORKER_FLAG, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'] });
+export function startQuicpool(
+  script: string,
+  config: QuicpoolWorkerConfig,
+  nodeFlags: readonly string[] = [],
+  /** Another build of @quicpool/pooler to run (its index.js), or undefined for the bench's own. */
+  poolerModule?: string,
+): Promise<RunningQuicpool> {
+  const env = poolerModule === undefined ? process.env : { ...process.env, POOLER_MODULE: poolerModule };
+  const child = spawn(process.execPath, [...nodeFlags, script, WORKER_FLAG, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'], env });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -54,7 +65,11 @@ export function startQuicpool(script: string, config: QuicpoolWorkerConfig, node
     const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
       const m = /^PORT (\d+)$/.exec(line);
-      if (m === null || child.pid === undefined) return;
+      if (m === null) {
+        process.stderr.write(`${line}\n`); // e.g. V8 traces asked for with --worker-flag
+        return;
+      }
+      if (child.pid === undefined) return;
       clearTimeout(timer);
       resolve({
         port: Number(m[1]),

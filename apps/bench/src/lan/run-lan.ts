@@ -23,11 +23,19 @@ export interface LanOptions {
   readonly json: boolean;
   /** Folder for a --cpu-prof of the quicpool worker, or null. */
   readonly profileDir: string | null;
+  /** Extra Node flags for the quicpool worker (e.g. --perf-basic-prof for `perf record`). */
+  readonly workerFlags: readonly string[];
+  /** pgbench -R: a fixed rate (tx/s) so CPU per transaction compares at equal load; null: as fast as possible. */
+  readonly rate: number | null;
+  /** Another build of @quicpool/pooler (its index.js) measured as target 'quicpoolBaseline' in every round, or null. */
+  readonly baseline: string | null;
+  /** Which targets to measure (default: all three). */
+  readonly targets: ReadonlySet<TargetName>;
   /** This program's own file (forked as the quicpool worker). */
   readonly script: string;
 }
 
-export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer';
+export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer' | 'quicpoolBaseline';
 
 export interface TargetRow {
   readonly target: TargetName;
@@ -65,7 +73,7 @@ export async function runLan(o: LanOptions): Promise<void> {
     const direct: PgbenchTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
     log(`pgbench -i -s 1 (direct) ...`);
     await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
-    const base = ['-S', '-c', String(o.clients), '-j', String(o.jobs)];
+    const base = ['-S', '-c', String(o.clients), '-j', String(o.jobs), ...(o.rate === null ? [] : ['-R', String(o.rate)])];
     let round = 1;
     const measure = async (target: TargetName, port: number, pid: number | null): Promise<void> => {
       const t: PgbenchTarget = { ...direct, port };
@@ -75,7 +83,7 @@ export async function runLan(o: LanOptions): Promise<void> {
       const before = load1();
       const cpu0 = pid === null ? null : processCpuMicros(pid);
       // /proc/<pid>/io counts read()/write() only: Node's; PgBouncer's recv()/send() would show 0.
-      const countIo = target === 'quicpoolTcp' && pid !== null;
+      const countIo = (target === 'quicpoolTcp' || target === 'quicpoolBaseline') && pid !== null;
       const io0 = countIo ? processSyscalls(pid) : null;
       const started = process.hrtime.bigint();
       const out = await runPgbench(pgbench, t, [...base, '-T', String(o.durationS), '-l', `--log-prefix=${join(logDir, prefix)}`], (o.durationS + 60) * 1000);
@@ -100,15 +108,18 @@ export async function runLan(o: LanOptions): Promise<void> {
     };
     const pooled = { serverHost: info.host, serverPort: info.port, user: info.user, password: info.password, poolSize: o.poolSize };
 
-    const flags = o.profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`];
+    const flags = [...(o.profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`]), ...o.workerFlags];
     const qp = await startQuicpool(o.script, pooled, flags);
+    log(`quicpool worker pid ${qp.pid}`);
+    const baselineWorker = o.baseline === null ? null : await startQuicpool(o.script, pooled, o.workerFlags, o.baseline);
     try {
-      const pb = pgbouncerBin === null ? null : await startPgbouncer(pgbouncerBin, pooled);
+      const pb = pgbouncerBin === null || !o.targets.has('pgbouncer') ? null : await startPgbouncer(pgbouncerBin, pooled);
       pgbouncerVersion = pb?.version ?? null;
       try {
         for (; round <= o.rounds; round++) {
-          await measure('direct', info.port, null);
-          await measure('quicpoolTcp', qp.port, qp.pid);
+          if (o.targets.has('direct')) await measure('direct', info.port, null);
+          if (o.targets.has('quicpoolTcp')) await measure('quicpoolTcp', qp.port, qp.pid);
+          if (baselineWorker !== null) await measure('quicpoolBaseline', baselineWorker.port, baselineWorker.pid);
           if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
         }
       } finally {
@@ -116,6 +127,7 @@ export async function runLan(o: LanOptions): Promise<void> {
       }
     } finally {
       await qp.stop();
+      await baselineWorker?.stop();
     }
   } finally {
     rmSync(logDir, { recursive: true, force: true });
@@ -138,7 +150,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
   const f = (x: number | null | undefined, d: number) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d));
   const name = (t: TargetName) => (t === 'pgbouncer' && pgbouncerVersion !== null ? `pgbouncer (${pgbouncerVersion})` : t);
   const lines = [
-    `bench:lan  pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} (simple protocol), pool size ${o.poolSize}, transaction pooling, ${o.rounds} round(s)`,
+    `bench:lan  pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS}${o.rate === null ? '' : ` -R ${o.rate}`} (simple protocol), pool size ${o.poolSize}, transaction pooling, ${o.rounds} round(s)`,
     machine,
     '',
     '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | pooler cores | read+write syscalls/tx (quicpool) | load avg 1m before/after |',
@@ -156,6 +168,15 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
   lines.push(ratio === null
     ? 'quicpool / PgBouncer tps: - (PgBouncer not installed)'
     : `quicpool / PgBouncer tps: ${ratio.toFixed(2)}x${o.rounds > 1 ? ` (median of rounds: ${ratios.map((x) => f(x, 2)).join(', ')})` : ''} (target >= 0.75x: ${ratio >= 0.75 ? 'met' : 'NOT met'})`);
+  if (o.baseline !== null) {
+    const bq = median(of('quicpoolBaseline').map((r) => r.cpuUsPerTx));
+    const nq = median(of('quicpoolTcp').map((r) => r.cpuUsPerTx));
+    const bRatios = of('quicpoolBaseline').map((q) => {
+      const p = rows.find((r) => r.target === 'pgbouncer' && r.round === q.round);
+      return p !== undefined && p.tps > 0 ? q.tps / p.tps : null;
+    });
+    lines.push(`quicpoolBaseline (${o.baseline}) / PgBouncer tps: ${f(median(bRatios), 2)}x; pooler CPU µs/tx (median) quicpoolTcp ${f(nq, 1)} vs quicpoolBaseline ${f(bq, 1)}`);
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
   if (o.json) {
     const pick = (get: (r: TargetRow) => number | null) => ({ direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get) });
@@ -169,6 +190,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
       cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx) },
       cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
       quicpoolVsPgbouncerTps: ratio,
+      baseline: o.baseline === null ? null : { module: o.baseline, tps: med('quicpoolBaseline', (r) => r.tps), cpuUsPerTx: med('quicpoolBaseline', (r) => r.cpuUsPerTx) },
       quicpoolVsPgbouncerTpsByRound: ratios,
       rounds: rows,
       config: { durationS: o.durationS, rounds: o.rounds, clients: o.clients, jobs: o.jobs, poolSize: o.poolSize, pgbouncer: pgbouncerVersion },

@@ -37,7 +37,7 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<{ compl
         options.recorder.completed((clock.now() - t0) * 1000);
         completed += 1;
       } catch (error) {
-        options.recorder.failed(failureReasonOf(error));
+        options.recorder.failed(failureReasonOf(error), error);
         failed += 1;
       }
     }

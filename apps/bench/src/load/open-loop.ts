@@ -78,7 +78,7 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
       (error: unknown) => {
         if (entry.settled) return;
         entry.settled = true;
-        recorder.failed(failureReasonOf(error));
+        recorder.failed(failureReasonOf(error), error);
       },
     );
   };

@@ -16,6 +16,8 @@ export interface PgPoolVariantOptions {
   prepare?: boolean;
   /** Bound of the wait queue. Default 100 000. */
   maxQueue?: number;
+  /** Sessions opened at once by open(). Default 50. */
+  connectConcurrency?: number;
 }
 
 export function pgPoolVariant(options: PgPoolVariantOptions): PooledVariant {
@@ -26,6 +28,7 @@ export function pgPoolVariant(options: PgPoolVariantOptions): PooledVariant {
     name: options.name ?? (prepare ? 'pg-prepare' : 'pg'),
     sessions: options.sessions,
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
+    ...(options.connectConcurrency === undefined ? {} : { connectConcurrency: options.connectConcurrency }),
     connect: () => openPgSession({ config, prepare }),
   });
 }

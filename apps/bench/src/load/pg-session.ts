@@ -53,21 +53,28 @@ class ProtocolStep implements Submittable {
   }
 }
 
-function parseDescribe(sql: string): ProtocolStep {
+// A named statement per query, as tokio-postgres' `prepare` (the original client) does: an unnamed
+// one would not survive a transaction pooler, which may give the Bind another server connection
+// once the first Sync ended the transaction. The statement is closed with the second exchange
+// (tokio-postgres closes it when the Statement is dropped), so nothing accumulates.
+function parseDescribe(sql: string, name: string): ProtocolStep {
   return new ProtocolStep((c) => {
-    c.parse({ name: '', text: sql, types: [] }, true);
-    c.describe({ type: 'S', name: '' }, true);
+    c.parse({ name, text: sql, types: [] }, true);
+    c.describe({ type: 'S', name }, true);
     c.sync();
   });
 }
 
-function bindExecute(): ProtocolStep {
+function bindExecute(name: string): ProtocolStep {
   return new ProtocolStep((c) => {
-    c.bind({ portal: '', statement: '', values: [] }, true);
+    c.bind({ portal: '', statement: name, values: [] }, true);
     c.execute({ portal: '' }, true); // rows omitted = all rows
+    c.close({ type: 'S', name }, true);
     c.sync();
   });
 }
+
+let statements = 0;
 
 export interface PgSessionOptions {
   config: ClientConfig;
@@ -89,10 +96,12 @@ export async function openPgSession(options: PgSessionOptions): Promise<Session>
     async query(sql: string): Promise<void> {
       if (broken !== null) throw broken;
       if (prepare) {
-        const first = parseDescribe(sql);
+        statements += 1;
+        const name = `qpb_s${statements}`;
+        const first = parseDescribe(sql, name);
         client.query(first);
         await first.done;
-        const second = bindExecute();
+        const second = bindExecute(name);
         client.query(second);
         await second.done;
         return;

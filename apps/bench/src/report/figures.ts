@@ -63,6 +63,13 @@ export function scenarioFigures(result: ScenarioResult): Record<string, unknown>
       };
       // The shape: one key per variant next to rttMs/offered ({"tcp": {...}, "quic": {...}}).
       for (const run of result.runs) out[run.variant] = variantFigures(run);
+      // Scenario-specific figures (last-5-s rates, Little's-law bound, fds, loss method...).
+      for (const [key, value] of Object.entries(result.extra ?? {})) out[key] = value;
+      return out;
+    }
+    case 'lan': {
+      const out: Record<string, unknown> = { tps: result.tps, pgbench: result.pgbench };
+      for (const run of result.runs) out[run.variant] = variantFigures(run);
       return out;
     }
     case 'capacity':

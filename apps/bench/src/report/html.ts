@@ -96,22 +96,45 @@ function runsSection(name: string, runs: readonly VariantRun[]): string {
     `<div class="grid">${panels.join('\n')}\n${percentileChart(name, runs)}</div>`,
     '<h3>Latency percentiles (whole run)</h3>',
     percentileTable(runs),
+    ...runs.filter((run) => (run.errors ?? []).length > 0).map((run) => `<p class="note">${escapeXml(run.variant)} errors: ${escapeXml((run.errors ?? []).join(' | '))}</p>`),
     '<h3>Headline ratios</h3>',
     ratioTable(runs),
   ].join('\n');
+}
+
+function notesList(notes: readonly string[] | undefined): string {
+  if (notes === undefined || notes.length === 0) return '';
+  return `<h3>Findings</h3><ul class="findings">${notes.map((n) => `<li>${escapeXml(n)}</li>`).join('')}</ul>`;
+}
+
+function extraTable(extra: Record<string, number | string | boolean | null> | undefined): string {
+  if (extra === undefined || Object.keys(extra).length === 0) return '';
+  const body = Object.entries(extra)
+    .map(([k, v]) => `<tr><td>${escapeXml(k)}</td><td>${escapeXml(v === null ? '—' : String(v))}</td></tr>`)
+    .join('');
+  return `<table class="extra"><tr><th>figure</th><th>value</th></tr>${body}</table>`;
+}
+
+function lanTable(tps: Record<string, number | null>, pgbench: Record<string, number | null> | null): string {
+  const targets = Object.keys(tps);
+  const head = `<tr><th>target</th><th>our generator q/s</th><th>pgbench tps</th></tr>`;
+  const body = targets.map((t) => `<tr><td>${escapeXml(t)}</td><td>${fmt(tps[t] ?? null, 0)}</td><td>${pgbench === null ? 'not installed' : fmt(pgbench[t] ?? null, 0)}</td></tr>`).join('');
+  return `<table class="lan">${head}${body}</table>`;
 }
 
 function scenarioSection(result: ScenarioResult): string {
   const title = `<h2 id="${escapeXml(result.name)}">${escapeXml(result.name)}: ${escapeXml(result.title)}</h2>`;
   switch (result.kind) {
     case 'load':
-      return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)} Ramp ${result.ramp.startRate} → ${result.ramp.endRate} q/s over ${result.ramp.durationMs / 1000} s, open loop.</p>${runsSection(result.name, result.runs)}</section>`;
+      return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)} Ramp ${result.ramp.startRate} → ${result.ramp.endRate} q/s over ${result.ramp.durationMs / 1000} s, open loop.</p>${notesList(result.notes)}${extraTable(result.extra)}${runsSection(result.name, result.runs)}</section>`;
+    case 'lan':
+      return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)}</p>${lanTable(result.tps, result.pgbench)}${notesList(result.notes)}${runsSection(result.name, result.runs)}</section>`;
     case 'capacity': {
       const steps = result.steps.map((s) => `<tr><td>${s.sessions}</td><td>${s.qps}</td><td>${s.failed}</td></tr>`).join('');
       return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)}</p><p class="headline">Capacity: <b>${result.qps} queries/s</b> (best at ${result.bestSessions} sessions)</p><table><tr><th>sessions</th><th>q/s</th><th>failed</th></tr>${steps}</table>${runsSection(result.name, result.runs)}</section>`;
     }
     case 'unavailable':
-      return `<section data-scenario="${escapeXml(result.name)}" class="unavailable">${title}<p>Not available yet: needs ${escapeXml(result.needs)}.</p></section>`;
+      return `<section data-scenario="${escapeXml(result.name)}" class="unavailable">${title}<p>Skipped: needs ${escapeXml(result.needs)}.</p></section>`;
     default: {
       const never: never = result;
       return never;

@@ -81,7 +81,7 @@ describe('report', () => {
     expect(summary.notAvailable).toEqual({ original: 'the pooler' });
     const html = await readFile(written.htmlFile, 'utf8');
     for (const panel of SIX_PANELS) expect(html).toContain(`data-panel="synthetic:${panel.id}"`);
-    expect(html).toContain('Not available yet: needs the pooler');
+    expect(html).toContain('Skipped: needs the pooler');
     expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/); // nothing to fetch
   });
 

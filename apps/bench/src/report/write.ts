@@ -27,7 +27,17 @@ export interface Summary {
   /** Per scenario its figures, or null when it could not run. */
   figures: Record<string, Record<string, unknown> | null>;
   notAvailable: Record<string, string>;
-  runs: Array<{ scenario: string; variant: string; csv: string; figures: ReturnType<typeof variantFigures>; failures: Record<string, number> }>;
+  runs: Array<{
+    scenario: string;
+    variant: string;
+    csv: string;
+    figures: ReturnType<typeof variantFigures>;
+    failures: Record<string, number>;
+    /** First distinct error messages of failed queries. */
+    errors: string[];
+    /** Facts about the variant's path (transport, port, loss method, drops...). */
+    info: Record<string, string | number | null>;
+  }>;
 }
 
 export function timestampDirName(date: Date): string {
@@ -48,8 +58,9 @@ export function buildSummary(results: readonly ScenarioResult[], machine: Machin
         break;
       case 'load':
       case 'capacity':
+      case 'lan':
         for (const run of result.runs) {
-          runs.push({ scenario: run.scenario, variant: run.variant, csv: `${safe(run.scenario)}-${safe(run.variant)}.csv`, figures: variantFigures(run), failures: run.failures });
+          runs.push({ scenario: run.scenario, variant: run.variant, csv: `${safe(run.scenario)}-${safe(run.variant)}.csv`, figures: variantFigures(run), failures: run.failures, errors: run.errors ?? [], info: run.info ?? {} });
         }
         break;
       default: {
@@ -65,8 +76,13 @@ export function buildSummary(results: readonly ScenarioResult[], machine: Machin
 function pageHeight(results: readonly ScenarioResult[]): number {
   // Measured on rendered pages: ~1,300 px per scenario with charts, ~40 px per table row of its runs.
   let height = 200;
-  for (const r of results) height += r.kind === 'unavailable' ? 110 : 1400 + 40 * r.runs.length;
-  return Math.min(16_000, height);
+  for (const r of results) {
+    if (r.kind === 'unavailable') height += 110;
+    else if (r.kind === 'load') height += 1400 + 40 * r.runs.length + 30 * Object.keys(r.extra ?? {}).length + 60 * (r.notes?.length ?? 0);
+    else if (r.kind === 'lan') height += 1700 + 40 * r.runs.length + 60 * r.notes.length;
+    else height += 1400 + 40 * r.runs.length;
+  }
+  return Math.min(24_000, height);
 }
 
 export async function writeReport(options: {

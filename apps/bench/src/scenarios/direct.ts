@@ -29,7 +29,7 @@ export const directScenario = defineLoadScenario({
     `node-postgres direct to Postgres on loopback, ${sessionsOf(ctx)} sessions: simple query (1 round trip) vs prepare+execute (2 round trips, as the original client).`,
   variants: (ctx) => [directPgPlan('pg', sessionsOf(ctx), false), directPgPlan('pg-prepare', sessionsOf(ctx), true)],
   ramp: { startRate: 100, endRate: 2_000, durationMs: 15_000 },
-  quickRamp: { startRate: 50, endRate: 500, durationMs: 5_000 },
+  quickRamp: { startRate: 50, endRate: 500, durationMs: 3_000 },
   tickMs: 10,
   timeoutMs: 5_000,
 });

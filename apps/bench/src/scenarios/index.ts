@@ -7,3 +7,5 @@ export * from './presets.js';
 export { runLoadVariant, latencySummary } from './run-variant.js';
 export type { LoadRunOptions } from './run-variant.js';
 export type * from './types.js';
+export { originalScenario, socketsScenario, fairScenario, lossScenario } from './wan-scenarios.js';
+export { lanScenario } from './lan.js';

@@ -15,3 +15,19 @@ export const ORIGINAL_EXACT_TICK_MS = 500;
 export const ORIGINAL_TCP_SESSIONS = 500;
 export const ORIGINAL_QUIC_CONNECTIONS = 50;
 export const ORIGINAL_QUIC_STREAMS_PER_CONNECTION = 40;
+
+/** Quick mode (--quick): the same shapes, shortened. */
+export const QUICK_ARTICLE_RAMP: Ramp = { startRate: 100, endRate: 5_000, durationMs: 4_000 };
+export const QUICK_ORIGINAL_EXACT_RAMP: Ramp = { startRate: 0, endRate: 10_000, durationMs: 4_000 };
+/** Quick mode runs `fair` and `loss` with this share of the sessions (500 vs 25 x 20): opening 2,000 TLS sessions twice per scenario alone would take most of the 3 minutes. */
+export const QUICK_FAIR_SESSION_SCALE = 0.25;
+
+/** The emulated WAN: 15 ms each way, 30 ms RTT, as the article. */
+export const WAN_ONE_WAY_DELAY_MS = 15;
+
+/** `fair` and `loss`: sessions on each side (TCP connections; QUIC 50 x 40 streams). */
+export const FAIR_SESSIONS = 2_000;
+/** `sockets`: TCP connections, equal to QUIC's connection count. */
+export const SOCKETS_TCP_CONNECTIONS = 50;
+/** `loss`: share of packets dropped per direction. */
+export const LOSS_RATE = 0.01;

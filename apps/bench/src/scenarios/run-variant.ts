@@ -1,4 +1,5 @@
 // Runs one variant under an open-loop ramp with 1 s telemetry, always closing what it opened.
+import { readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { runOpenLoop } from '../load/open-loop.js';
 import type { Ramp } from '../load/schedule.js';
@@ -27,12 +28,17 @@ export interface LoadRunOptions {
 }
 
 export async function runLoadVariant(ctx: ScenarioContext, options: LoadRunOptions): Promise<VariantRun> {
+  const debug = process.env.QPB_DEBUG === '1' ? (what: string) => ctx.log(`${options.scenario}/${options.plan.name} ${what} at ${Math.round(performance.now())}`) : () => undefined;
+  debug('prepare');
   const prepared = await options.plan.prepare(ctx);
+  debug('prepared');
   const { variant } = prepared;
   try {
     const openStart = performance.now();
     await variant.open();
     const openMs = performance.now() - openStart;
+    debug('opened');
+    const fds = openFds();
     const recorder = new LoadRecorder();
     const expectedRows = Math.ceil(options.ramp.durationMs / 1000);
     const sampler = new TelemetrySampler({
@@ -60,9 +66,24 @@ export async function runLoadVariant(ctx: ScenarioContext, options: LoadRunOptio
       rttMs: prepared.rttMs,
       openMs,
       durationMs: result.durationMs,
+      fds,
+      errors: [...recorder.errorSamples],
+      ...(prepared.info === undefined ? {} : { info: prepared.info() }),
     };
   } finally {
+    debug('ran');
     await variant.close();
+    debug('closed');
     await prepared.dispose();
+    debug('disposed');
+  }
+}
+
+/** File descriptors this process holds now (Linux /proc), or null elsewhere. */
+export function openFds(): number | null {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return null;
   }
 }

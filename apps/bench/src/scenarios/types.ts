@@ -26,7 +26,27 @@ export interface ScenarioContext {
   onProgress: (event: ProgressEvent) => void;
   log: (line: string) => void;
   /** Tests shrink scenarios to seconds with these. */
-  overrides?: { ramp?: Ramp; sessions?: number; capacityStepMs?: number; capacitySessions?: readonly number[] };
+  overrides?: ScenarioOverrides;
+  /**
+   * The bench program's built file (dist/bin/bench.js): the pooler, the WAN emulator and each
+   * variant's load generator run as its workers. Null: no helper processes (direct, capacity only).
+   */
+  script: string | null;
+}
+
+/** Tests shrink scenarios to seconds with these (every field optional). */
+export interface ScenarioOverrides {
+  ramp?: Ramp;
+  /** Sessions of `direct`. */
+  sessions?: number;
+  capacityStepMs?: number;
+  capacitySessions?: readonly number[];
+  /** Scales the session counts of original/sockets/fair/loss (e.g. 0.01 in tests). */
+  sessionScale?: number;
+  /** Seconds per target in `lan`. */
+  lanSeconds?: number;
+  /** One-way WAN delay (ms); default 15. */
+  delayMs?: number;
 }
 
 /** A variant ready to run, with what the telemetry needs to know about its surroundings. */
@@ -38,6 +58,8 @@ export interface PreparedVariant {
   rttMs: number | null;
   /** Stops whatever prepare() started (pooler, WAN emulator). */
   dispose(): Promise<void>;
+  /** Facts about the path read after the run (e.g. packets dropped), for the report. */
+  info?: () => Record<string, string | number | null>;
 }
 
 /** How to build a variant for a run: pooler/QUIC variants start their processes in prepare(). */
@@ -72,10 +94,39 @@ export interface VariantRun {
   rttMs: number | null;
   openMs: number;
   durationMs: number;
+  /** File descriptors the client process held with every session open (null when not measured). */
+  fds?: number | null;
+  /** The first distinct error messages of failed queries (reason 'error'). */
+  errors?: string[];
+  /** Facts about the path (loss method, packets dropped...). */
+  info?: Record<string, string | number | null>;
 }
 
 export type ScenarioResult =
-  | { kind: 'load'; name: string; title: string; description: string; ramp: Ramp; runs: VariantRun[] }
+  | {
+      kind: 'load';
+      name: string;
+      title: string;
+      description: string;
+      ramp: Ramp;
+      runs: VariantRun[];
+      /** Scenario-specific figures (e.g. last-5-s rates, Little's-law bound), also in the JSON. */
+      extra?: Record<string, number | string | boolean | null>;
+      /** Plain-language findings and caveats shown in the report. */
+      notes?: string[];
+    }
+  | {
+      kind: 'lan';
+      name: string;
+      title: string;
+      description: string;
+      /** Our load generator, closed loop, queries/s per target. */
+      tps: Record<string, number | null>;
+      /** pgbench with the workload query, per target (null when pgbench is missing). */
+      pgbench: Record<string, number | null> | null;
+      runs: VariantRun[];
+      notes: string[];
+    }
   | {
       kind: 'capacity';
       name: string;

@@ -36,7 +36,14 @@ export class LoadRecorder {
     this.interval.record(latencyUs);
   }
 
-  failed(reason: FailureReason): void {
+  /** The first few distinct error messages (reason 'error'), so a report can say what went wrong. */
+  readonly errorSamples: string[] = [];
+
+  failed(reason: FailureReason, error?: unknown): void {
+    if (reason === 'error' && error !== undefined && this.errorSamples.length < 5) {
+      const message = error instanceof Error ? `${'code' in error ? `${String(error.code)}: ` : ''}${error.message}` : String(error);
+      if (!this.errorSamples.includes(message)) this.errorSamples.push(message);
+    }
     this.activeCount -= 1;
     this.failedTotal += 1;
     this.intervalFailed += 1;

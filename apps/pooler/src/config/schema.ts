@@ -65,6 +65,7 @@ export const SCHEMA = {
     max_clients_per_pool: k('int', 0, true, 'Client sessions per (database, user); 0 = no limit.'),
     max_message_size: k('int', 64 * 1024 * 1024, true, 'Largest client message (bytes).'),
     auth_timeout_ms: k('int', 60_000, true, 'Startup + authentication deadline (ms).'),
+    auth_failure_delay_ms: k('int', 500, true, 'A failed password login (wrong password or unknown user) is answered 28P01 only after this delay (ms; 0 = at once); the session keeps its client slot meanwhile.'),
     allow_insecure_password_auth: k('bool', false, true, 'Allow md5/password auth on unencrypted TCP.'),
     ignore_startup_parameters: k('string[]', ['extra_float_digits'], true, 'Startup parameters accepted and ignored.'),
   },

@@ -46,6 +46,7 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
     maxClientsPerPool: c.get<number>('limits.max_clients_per_pool'),
     maxMessageSize: c.get<number>('limits.max_message_size'),
     authTimeoutMs: c.get<number>('limits.auth_timeout_ms'),
+    authFailureDelayMs: c.get<number>('limits.auth_failure_delay_ms'),
     allowInsecurePasswordAuth: c.get<boolean>('limits.allow_insecure_password_auth'),
     ignoreStartupParameters: c.get<readonly string[]>('limits.ignore_startup_parameters'),
   };
@@ -96,6 +97,7 @@ const ENGINE_KEYS: Readonly<Record<string, string>> = {
   maxClientsPerPool: 'limits.max_clients_per_pool',
   maxMessageSize: 'limits.max_message_size',
   authTimeoutMs: 'limits.auth_timeout_ms',
+  authFailureDelayMs: 'limits.auth_failure_delay_ms',
 };
 
 /** The engine's ConfigError ("pool.poolSize: ...", "users.app.scramSecret: ...") as [key, detail] in TOML names. */

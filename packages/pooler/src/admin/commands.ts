@@ -56,7 +56,7 @@ const time = (epochMs: number): string => new Date(epochMs).toISOString().replac
 
 export const SHOW_COLUMNS = {
   pools: [['database', 'text'], ['user', 'text'], ['cl_active', 'int'], ['cl_waiting', 'int'], ['sv_active', 'int'], ['sv_idle', 'int'], ['sv_used', 'int'], ['sv_tested', 'int'], ['sv_login', 'int'], ['maxwait', 'int'], ['maxwait_us', 'int'], ['pool_mode', 'text']],
-  stats: [['database', 'text'], ['user', 'text'], ['total_xact_count', 'int'], ['total_xact_time', 'int'], ['total_wait_time', 'int'], ['avg_xact_time', 'int'], ['avg_wait_time', 'int']],
+  stats: [['database', 'text'], ['user', 'text'], ['total_xact_count', 'int'], ['total_query_count', 'int'], ['total_received', 'int'], ['total_sent', 'int'], ['total_xact_time', 'int'], ['total_query_time', 'int'], ['total_wait_time', 'int'], ['avg_xact_time', 'int'], ['avg_query_time', 'int'], ['avg_wait_time', 'int']],
   clients: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['tls', 'text'], ['transport', 'text']],
   servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int']],
   config: [['key', 'text'], ['value', 'text'], ['default', 'text'], ['changeable', 'text']],
@@ -73,15 +73,27 @@ function showPools(ctx: AdminContext): AdminResult {
 }
 
 function showStats(ctx: AdminContext): AdminResult {
-  const data = [...ctx.pooler.control.counters.values()].map((c) => [
-    c.database,
-    c.user,
-    c.xactCount,
-    us(c.xactMsTotal),
-    us(c.waitMsTotal),
-    c.xactCount === 0 ? 0 : us(c.xactMsTotal / c.xactCount),
-    c.waitCount === 0 ? 0 : us(c.waitMsTotal / c.waitCount),
-  ]);
+  // Query and byte totals are the pools' own (PoolStats); transaction and wait times the control's counters.
+  const traffic = new Map(ctx.pooler.stats().pools.map((p) => [`${p.database}\0${p.user}`, p]));
+  const data = [...ctx.pooler.control.counters.values()].map((c) => {
+    const t = traffic.get(`${c.database}\0${c.user}`);
+    const queries = t?.queryCountTotal ?? 0;
+    const queryUs = t?.queryTimeUsTotal ?? 0;
+    return [
+      c.database,
+      c.user,
+      c.xactCount,
+      queries,
+      t?.receivedBytesTotal ?? 0,
+      t?.sentBytesTotal ?? 0,
+      us(c.xactMsTotal),
+      queryUs,
+      us(c.waitMsTotal),
+      c.xactCount === 0 ? 0 : us(c.xactMsTotal / c.xactCount),
+      queries === 0 ? 0 : Math.round(queryUs / queries),
+      c.waitCount === 0 ? 0 : us(c.waitMsTotal / c.waitCount),
+    ];
+  });
   return rows(SHOW_COLUMNS.stats, data);
 }
 

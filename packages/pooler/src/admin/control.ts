@@ -34,11 +34,36 @@ export interface TransactionEvent {
   readonly xactMs: number;
 }
 
-/** Connection and admission events (the daemon logs them at info). */
+/** Where a login that did not complete stopped. */
+export type LoginStage =
+  /** The client did not prove who it is (wrong password, unknown user, method not allowed, timeout). */
+  | 'authentication'
+  /** Authenticated, but the pool could not log in to the server (no such database, server down). */
+  | 'server login';
+
+/**
+ * Connection and login events (the daemon logs logins and failed logins at info/warn). `info` is
+ * the session's transport as it is now: a TCP client upgraded by SSLRequest reports kind 'tls'.
+ * `admitted` comes before authentication (the client passed the admission limits); `loggedIn`
+ * once the client is authenticated and has its server parameters (Postgres's "connection
+ * authorized"); `loginFailed` when an admitted client closes before that.
+ */
 export type ClientEvent =
   | { readonly type: 'connected'; readonly info: SessionInfo }
   | { readonly type: 'admitted'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string }
   | { readonly type: 'refused'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string; readonly sqlstate: string; readonly message: string }
+  | { readonly type: 'loggedIn'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string }
+  | {
+      readonly type: 'loginFailed';
+      readonly info: SessionInfo | undefined;
+      readonly database: string;
+      readonly user: string;
+      readonly stage: LoginStage;
+      /** SQLSTATE of the FATAL error the client got; null when the client went away first. */
+      readonly sqlstate: string | null;
+      /** Why, for the operator; never a password or secret. */
+      readonly reason: string;
+    }
   | { readonly type: 'closed'; readonly info: SessionInfo | undefined; readonly database: string; readonly user: string; readonly durationMs: number };
 
 export interface PoolCounters {
@@ -131,6 +156,22 @@ export class PoolerControl {
   clientAdmitted(client: object, database: string, user: string, refused: { sqlstate: string; message: string } | undefined): void {
     const info = this.clientFacts.get(client)?.info;
     this.emit(refused === undefined ? { type: 'admitted', info, database, user } : { type: 'refused', info, database, user, ...refused });
+  }
+
+  /** The client's stream became a TLS stream (SSLRequest answered 'S'): SHOW CLIENTS and logs see it. */
+  clientUpgraded(client: object, info: SessionInfo): void {
+    const facts = this.clientFacts.get(client);
+    if (facts !== undefined) this.clientFacts.set(client, { ...facts, info });
+  }
+
+  clientLoggedIn(client: object, database: string, user: string): void {
+    if (this.clientListeners.size === 0) return;
+    this.emit({ type: 'loggedIn', info: this.clientFacts.get(client)?.info, database, user });
+  }
+
+  clientLoginFailed(client: object, failure: { database: string; user: string; stage: LoginStage; sqlstate: string | null; reason: string }): void {
+    if (this.clientListeners.size === 0) return;
+    this.emit({ type: 'loginFailed', info: this.clientFacts.get(client)?.info, ...failure });
   }
 
   clientClosed(client: ClientConnection): void {

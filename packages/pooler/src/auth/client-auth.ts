@@ -1,11 +1,12 @@
 // Authenticating one client against the pooler's own user list, as a small state machine: it is
 // handed each 'p' message decoded as the kind it asked for, and answers with bytes to send.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { encodeBackend, SQLSTATE } from '@quicpool/wire';
 import type { AuthenticationResponseKind, TypedFrontendMessage } from '@quicpool/wire';
 import type { ResolvedUser } from '../config/pooler-config.js';
 import { verifyMd5 } from './md5.js';
-import { SCRAM_SHA_256, ScramServer, scramSecretFromPassword } from './scram.js';
+import { DEFAULT_SCRAM_ITERATIONS, SCRAM_SHA_256, ScramServer } from './scram.js';
+import type { ScramSecret } from './scram.js';
 
 export type AuthStep =
   /** Send `bytes`, then decode the client's next 'p' message as `expect`. */
@@ -25,9 +26,17 @@ export interface ClientAuthContext {
 
 const AUTH_OK = encodeBackend({ type: 'AuthenticationOk' });
 
-// A mock secret for unknown users, so a prober cannot tell "no such user" from "wrong password"
-// (Postgres does the same). Built once: its only job is to never match.
-let mockSecret: ReturnType<typeof scramSecretFromPassword> | undefined;
+// A mock secret for unknown users, so a prober cannot tell "no such user" from "wrong password".
+// As Postgres's scram_mock_salt: the salt is derived from the user name and a per-process nonce,
+// so one unknown name always gets the same salt and two names never share one (a fixed mock salt
+// would give every unknown user the same salt, which a prober can compare). The keys are random:
+// no proof can match them (and the mock path fails regardless).
+const mockNonce = randomBytes(32);
+const mockKeys = { storedKey: randomBytes(32), serverKey: randomBytes(32) };
+function mockSecret(userName: string): ScramSecret {
+  const salt = createHmac('sha256', mockNonce).update(userName).digest().subarray(0, 16);
+  return { iterations: DEFAULT_SCRAM_ITERATIONS, salt, ...mockKeys };
+}
 
 export class ClientAuthenticator {
   private scram: ScramServer | null = null;
@@ -44,8 +53,7 @@ export class ClientAuthenticator {
         return { kind: 'ok', bytes: AUTH_OK };
       case 'mock':
       case 'scram-sha-256':
-        mockSecret ??= scramSecretFromPassword(randomBytes(24).toString('base64'));
-        this.scram = new ScramServer(user?.scram ?? mockSecret);
+        this.scram = new ScramServer(user?.scram ?? mockSecret(this.ctx.userName));
         return {
           kind: 'continue',
           bytes: encodeBackend({ type: 'AuthenticationSASL', mechanisms: [SCRAM_SHA_256] }),

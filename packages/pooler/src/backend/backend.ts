@@ -5,6 +5,7 @@ import { decodeBackendMessage, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
 import { BatchedWriter } from '../driver/batched-writer.js';
 import type { BackendConnection } from './connect.js';
+import type { SocketInput } from './socket-input.js';
 
 export type BackendState =
   /** In the pool, free. */
@@ -34,6 +35,10 @@ export class Backend {
   readonly secretKey: Buffer;
   /** Current reported values (ParameterStatus), updated as the server reports changes. */
   readonly parameters: Map<string, string>;
+  /** Bumped whenever a value in `parameters` changes. */
+  parametersVersion = 0;
+  /** The session's memo of the last client parameters this backend matched (see AttachedBackend). */
+  readonly trackedMatch = { signature: '', version: -1 };
   readonly createdAt: number;
   lastUsedAt: number;
   /** Changed only by Pool.setState. */
@@ -59,7 +64,14 @@ export class Backend {
     this.createdAt = now;
     this.lastUsedAt = now;
     this.writer = new BatchedWriter(c.socket);
-    c.socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    const input = c.input;
+    if (input === undefined) c.socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    else {
+      input.setConsumer((chunk) => this.onRead(chunk, input));
+      // Bytes that came between the login and now wait in the decoder: route them (next turn: the
+      // pool places this backend first).
+      if (c.decoder.bufferedBytes > 0) queueMicrotask(() => this.onData(Buffer.alloc(0)));
+    }
     c.socket.on('error', (e: Error) => this.lost(e.message));
     c.socket.on('close', () => this.lost('server closed the connection'));
   }
@@ -83,6 +95,17 @@ export class Backend {
     this.socket.destroySoon();
   }
 
+  /**
+   * A read into the input's reused buffer: everything it caused is written out before returning
+   * (instead of at the end of the turn), so the buffer can be reused unless something still holds
+   * a view of it: a partial message in the decoder, or a write that kept its bytes.
+   */
+  private onRead(chunk: Buffer, input: SocketInput): void {
+    BatchedWriter.beginCycle();
+    this.onData(chunk);
+    if (!BatchedWriter.flushAll() || this.decoder.bufferedBytes > 0) input.retain();
+  }
+
   private onData(chunk: Buffer): void {
     try {
       this.decoder.push(chunk);
@@ -96,7 +119,10 @@ export class Backend {
   private route(m: RawMessage): void {
     if (m.type === T_PARAMETER_STATUS) {
       const p = decodeBackendMessage(m.bytes);
-      if (p.type === 'ParameterStatus') this.parameters.set(p.name, p.value);
+      if (p.type === 'ParameterStatus' && this.parameters.get(p.name) !== p.value) {
+        this.parameters.set(p.name, p.value);
+        this.parametersVersion++;
+      }
     }
     switch (this.state) {
       case 'active':

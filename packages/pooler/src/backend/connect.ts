@@ -6,6 +6,7 @@ import { BackendDecoder, encodeFrontend, encodeStartupPacket, errorResponse, PRO
 import type { BackendMessage, NoticeFields } from '@quicpool/wire';
 import { md5Response, md5Secret } from '../auth/md5.js';
 import { SCRAM_SHA_256, ScramClient } from '../auth/scram.js';
+import { SocketInput } from './socket-input.js';
 
 export interface BackendLogin {
   readonly host: string;
@@ -22,6 +23,11 @@ export interface BackendConnection {
   readonly parameters: Map<string, string>;
   readonly processId: number;
   readonly secretKey: Buffer;
+  /**
+   * The socket's bytes (it is read with `onread`: it emits no 'data'): the login feeds them to
+   * `decoder` until the Backend takes them over with setConsumer. Absent: read 'data' events.
+   */
+  readonly input?: SocketInput;
 }
 
 /** Login failed: `fields` are the server's ErrorResponse fields when it sent one. */
@@ -51,7 +57,12 @@ function pick(fields: NoticeFields, codes: string): Record<string, string> {
 
 export function connectBackend(login: BackendLogin): Promise<BackendConnection> {
   return new Promise<BackendConnection>((resolve, reject) => {
-    const socket = net.connect({ host: login.host, port: login.port, noDelay: true });
+    // During the login every chunk is kept (the decoder may hold views of it): not worth a copy.
+    const input = new SocketInput((chunk) => {
+      input.retain();
+      onData(chunk);
+    });
+    const socket = net.connect({ host: login.host, port: login.port, noDelay: true, onread: input.onread });
     const decoder = new BackendDecoder();
     const parameters = new Map<string, string>();
     let processId = 0;
@@ -123,10 +134,10 @@ export function connectBackend(login: BackendLogin): Promise<BackendConnection> 
           if (await onMessage(m)) {
             done = true;
             clearTimeout(timer);
-            socket.off('data', onData);
             socket.off('error', fail);
             socket.off('close', onClose);
-            resolve({ socket, decoder, parameters, processId, secretKey });
+            // Bytes that arrive before the Backend takes the input over wait in the decoder.
+            resolve({ socket, decoder, parameters, processId, secretKey, input });
             return;
           }
           if (done) return;
@@ -148,7 +159,6 @@ export function connectBackend(login: BackendLogin): Promise<BackendConnection> 
     };
     const onClose = (): void => fail(new BackendLoginError('server closed the connection during login', undefined));
 
-    socket.on('data', onData);
     socket.on('error', fail);
     socket.on('close', onClose);
     socket.once('connect', () => {

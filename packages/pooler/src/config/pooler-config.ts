@@ -44,6 +44,12 @@ export interface PoolerConfig {
   readonly maxMessageSize?: number;
   /** Startup and authentication must finish within this (ms), else 57014 (Postgres: authentication_timeout). Default 60 000. */
   readonly authTimeoutMs?: number;
+  /**
+   * A failed password login (28P01, also for unknown users) is answered only after this delay (ms;
+   * Postgres's auth_delay), during which the session keeps its admission even if the client hangs
+   * up. 0 answers at once. Default 500.
+   */
+  readonly authFailureDelayMs?: number;
 }
 
 export interface ResolvedUser {
@@ -67,6 +73,7 @@ export interface ResolvedPoolerConfig {
   readonly ignoreStartupParameters: ReadonlySet<string>;
   readonly maxMessageSize: number;
   readonly authTimeoutMs: number;
+  readonly authFailureDelayMs: number;
 }
 
 export class ConfigError extends Error {
@@ -137,5 +144,6 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     ignoreStartupParameters: new Set(c.ignoreStartupParameters ?? ['extra_float_digits']),
     maxMessageSize: count('maxMessageSize', c.maxMessageSize ?? 64 * 1024 * 1024, 1024),
     authTimeoutMs: count('authTimeoutMs', c.authTimeoutMs ?? 60_000, 1),
+    authFailureDelayMs: count('authFailureDelayMs', c.authFailureDelayMs ?? 500, 0),
   };
 }

@@ -3,44 +3,115 @@
 // them ourselves (instead of cork/uncork) skips the Writable's per-write bookkeeping and its
 // writev path; measured with pgbench -S through the pooler, that is a large share of the JS cost
 // per transaction. Large amounts are flushed at once instead of waiting for the turn to end.
+// Messages that lie next to each other in memory (the views of one received chunk that the
+// pooler forwards, e.g. a server's RowDescription, DataRows, CommandComplete and ReadyForQuery)
+// are written as one view of that memory: no Buffer.concat, no copy.
+//
+// Every writer with something collected is flushed by one shared end-of-turn callback, or earlier
+// by flushAll() (a server read flushes before returning, to know whether its read buffer may be
+// reused: see backend/socket-input.ts). A flush "keeps" its bytes unless they went to a plain TCP
+// socket that wrote them at once (a TLS socket, a QUIC or memory stream, or a socket with a
+// backlog may hold on to the Buffer it was given).
+import net from 'node:net';
 import type { Writable } from 'node:stream';
+import tls from 'node:tls';
 
 /** Flush without waiting for the end of the turn once this much is collected. */
 const FLUSH_AT = 256 * 1024;
 
-export class BatchedWriter {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  private scheduled = false;
+/** Writers with something collected (each once), flushed together. */
+const dirty: BatchedWriter[] = [];
+let flushScheduled = false;
+/** A flush since beginCycle() may have left its bytes referenced by the stream. */
+let kept = false;
 
-  constructor(private readonly stream: Writable) {}
+function flushDirty(): void {
+  flushScheduled = false;
+  // Index loop: a flush does not add writers, but stay correct if one ever does.
+  for (let i = 0; i < dirty.length; i++) {
+    const w = dirty[i]!;
+    w.queued = false;
+    w.flush();
+  }
+  dirty.length = 0;
+}
+
+export class BatchedWriter {
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** In the `dirty` list. */
+  queued = false;
+  /** A plain TCP socket: a write it completes at once keeps no reference to the bytes. */
+  private readonly releasesOnWrite: boolean;
+
+  constructor(private readonly stream: Writable) {
+    this.releasesOnWrite = stream instanceof net.Socket && !(stream instanceof tls.TLSSocket);
+  }
+
+  /**
+   * The last collected piece: `runFirst` (the first buffer of it) extended by the buffers that
+   * followed it directly in the same memory, `runLength` bytes in all. Null when none.
+   */
+  private runFirst: Buffer | null = null;
+  private runLength = 0;
+
+  /** Starts watching whether flushes keep their bytes referenced (see flushAll). */
+  static beginCycle(): void {
+    kept = false;
+  }
+
+  /** Flushes every writer now; true when no flush since beginCycle() left its bytes referenced. */
+  static flushAll(): boolean {
+    if (dirty.length > 0) flushDirty();
+    return !kept;
+  }
 
   /** False when the stream's buffer is full (the caller should stop its producer until 'drain'). */
   write(bytes: Buffer): boolean {
     if (this.stream.destroyed || this.stream.writableEnded) return true;
-    this.pending.push(bytes);
+    const run = this.runFirst;
+    if (run !== null && run.buffer === bytes.buffer && run.byteOffset + this.runLength === bytes.byteOffset) {
+      this.runLength += bytes.length;
+    } else {
+      if (run !== null) this.pending.push(this.closeRun(run));
+      this.runFirst = bytes;
+      this.runLength = bytes.length;
+    }
     this.pendingBytes += bytes.length;
     if (this.pendingBytes >= FLUSH_AT) {
       this.flush();
-    } else if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.flushAtTurnEnd);
+    } else if (!this.queued) {
+      this.queued = true;
+      dirty.push(this);
+      if (!flushScheduled) {
+        flushScheduled = true;
+        process.nextTick(flushDirty);
+      }
     }
     return !this.stream.writableNeedDrain;
   }
 
   /** Writes whatever was collected now (before TLS, end() or destroy()). */
   flush(): void {
+    const run = this.runFirst;
+    if (run === null) return;
+    this.runFirst = null;
+    const last = this.closeRun(run);
     const n = this.pending.length;
-    if (n === 0) return;
-    const chunk = n === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [];
+    let chunk = last;
+    if (n > 0) {
+      this.pending.push(last);
+      chunk = Buffer.concat(this.pending, this.pendingBytes);
+    }
+    this.pending.length = 0; // reused: no array per flush
     this.pendingBytes = 0;
-    if (!this.stream.destroyed && !this.stream.writableEnded) this.stream.write(chunk);
+    if (this.stream.destroyed || this.stream.writableEnded) return;
+    this.stream.write(chunk);
+    if (!this.releasesOnWrite || this.stream.writableLength > 0) kept = true;
   }
 
-  private readonly flushAtTurnEnd = (): void => {
-    this.scheduled = false;
-    this.flush();
-  };
+  /** The run as one Buffer: its first buffer itself when nothing was appended, else a view spanning it. */
+  private closeRun(run: Buffer): Buffer {
+    return this.runLength === run.length ? run : Buffer.from(run.buffer, run.byteOffset, this.runLength);
+  }
 }

@@ -66,6 +66,7 @@ export class PoolerCore {
       sessionStatePolicy: config.pool.sessionStatePolicy,
       preparedStatementCacheSize: config.pool.preparedStatementCacheSize,
       allowInsecurePasswordAuth: config.allowInsecurePasswordAuth,
+      authFailureDelay: config.authFailureDelayMs > 0,
       ignoreStartupParameters: config.ignoreStartupParameters,
       lookupUser: (name) => config.users.get(name),
       admit: (database, user) => {

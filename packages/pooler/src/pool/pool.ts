@@ -24,6 +24,13 @@ export interface PoolStats {
   readonly connectsTotal: number;
   readonly closedTotal: number;
   readonly waitTimeoutsTotal: number;
+  /** Requests (Query, Sync, FunctionCall) answered with ReadyForQuery, since the pool was made. */
+  readonly queryCountTotal: number;
+  /** Time those requests ran (from the first request of a batch out to the ReadyForQuery that ends it), µs. */
+  readonly queryTimeUsTotal: number;
+  /** Bytes received from and sent to this pool's clients. */
+  readonly receivedBytesTotal: number;
+  readonly sentBytesTotal: number;
 }
 
 export interface PoolDependencies {
@@ -53,6 +60,10 @@ export class Pool {
   private connectsTotal = 0;
   private closedTotal = 0;
   private waitTimeoutsTotal = 0;
+  private queryCountTotal = 0;
+  private queryTimeUsTotal = 0;
+  private receivedBytesTotal = 0;
+  private sentBytesTotal = 0;
 
   constructor(
     readonly database: string,
@@ -85,7 +96,19 @@ export class Pool {
       connectsTotal: this.connectsTotal,
       closedTotal: this.closedTotal,
       waitTimeoutsTotal: this.waitTimeoutsTotal,
+      queryCountTotal: this.queryCountTotal,
+      queryTimeUsTotal: Math.round(this.queryTimeUsTotal),
+      receivedBytesTotal: this.receivedBytesTotal,
+      sentBytesTotal: this.sentBytesTotal,
     };
+  }
+
+  /** A client's traffic since it last reported (its driver reports once per transaction and at close). */
+  addTraffic(queries: number, queryTimeUs: number, receivedBytes: number, sentBytes: number): void {
+    this.queryCountTotal += queries;
+    this.queryTimeUsTotal += queryTimeUs;
+    this.receivedBytesTotal += receivedBytes;
+    this.sentBytesTotal += sentBytes;
   }
 
   /** The real server's reported parameters, from this pool's first backend (cached). */
@@ -109,9 +132,10 @@ export class Pool {
     if (this.closed) return w.onError(errorResponse('FATAL', SQLSTATE.ADMIN_SHUTDOWN, 'the pool is shutting down'));
     // The most recently used idle backend stays in the list until setState moves it (found at the end: O(1)).
     let b = this.lastIdle();
+    const now = b === undefined ? 0 : this.deps.now(); // one clock read for both checks
     // Past its lifetime: closed now rather than reused until the next maintenance tick.
-    for (; b !== undefined && this.expired(b); b = this.lastIdle()) this.destroy(b);
-    if (b !== undefined && !this.needsCheck(b)) {
+    for (; b !== undefined && this.expired(b, now); b = this.lastIdle()) this.destroy(b);
+    if (b !== undefined && !this.needsCheck(b, now)) {
       this.setState(b, 'active');
       return this.deliver(w, b);
     }
@@ -143,8 +167,8 @@ export class Pool {
     w.onError(error);
   }
 
-  private needsCheck(b: Backend): boolean {
-    return this.deps.now() - b.lastUsedAt >= this.settings.serverCheckDelayMs;
+  private needsCheck(b: Backend, now: number): boolean {
+    return now - b.lastUsedAt >= this.settings.serverCheckDelayMs;
   }
 
   /** Runs the health check; when it answers the backend goes to the longest waiter (or back to idle). */
@@ -164,8 +188,9 @@ export class Pool {
   release(b: Backend, facts: ReleaseFacts): void {
     if (b.state !== 'active') return;
     b.owner = null;
-    b.lastUsedAt = this.deps.now();
-    if (facts.busy || this.closed || this.expired(b)) return this.destroy(b);
+    const now = this.deps.now();
+    b.lastUsedAt = now;
+    if (facts.busy || this.closed || this.expired(b, now)) return this.destroy(b);
     const rollback = facts.status !== 'I';
     const reset = facts.dirty || this.settings.poolMode === 'session';
     if (!rollback && !reset) return this.handOver(b); // the common case: nothing to run, nothing allocated
@@ -323,8 +348,8 @@ export class Pool {
     for (; need > 0; need--) this.spawn();
   }
 
-  private expired(b: Backend): boolean {
-    return this.settings.serverLifetimeMs > 0 && this.deps.now() - b.createdAt >= this.settings.serverLifetimeMs;
+  private expired(b: Backend, now: number): boolean {
+    return this.settings.serverLifetimeMs > 0 && now - b.createdAt >= this.settings.serverLifetimeMs;
   }
 
   /** One timer for the oldest waiter with a deadline, if there is none yet. */
@@ -357,7 +382,7 @@ export class Pool {
     const idleLimit = this.settings.serverIdleTimeoutMs;
     for (const b of [...this.idle]) {
       const tooIdle = idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.size > this.settings.minPoolSize;
-      if (tooIdle || this.expired(b)) this.destroy(b);
+      if (tooIdle || this.expired(b, now)) this.destroy(b);
     }
     for (let n = this.settings.minPoolSize - this.size; n > 0; n--) this.spawn();
   }

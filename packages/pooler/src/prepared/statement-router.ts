@@ -60,6 +60,17 @@ type Entry =
   | { readonly k: 'injectedClose'; readonly name: string }
   | { readonly k: 'injectedSync' };
 
+/** Entries without undo data are immutable: one shared object per completion (none allocated per message). */
+const CLIENT_ENTRY: Readonly<Record<Completion, Entry>> = {
+  parse: { k: 'client', c: 'parse' },
+  bind: { k: 'client', c: 'bind' },
+  describe: { k: 'client', c: 'describe' },
+  execute: { k: 'client', c: 'execute' },
+  close: { k: 'client', c: 'close' },
+  sync: { k: 'client', c: 'sync' },
+  ready: { k: 'client', c: 'ready' },
+};
+
 export interface RouterSink {
   toBackend(bytes: Buffer): void;
   /** A synthesized answer for the client. */
@@ -125,24 +136,28 @@ export class StatementRouter {
 
   attach(cache: BackendStatements): void {
     this.cache = cache;
-    this.queue = [];
-    this.head = 0;
+    this.clearQueues();
     this.skipping = false;
     this.midExtended = false;
     this.groups = 0;
     this.resolved = 0;
-    this.lastGroup.clear();
-    this.nameGroup.clear();
-    this.held = [];
+    // Map.clear() allocates a new table even for an empty map: only when there is something to clear.
+    if (this.lastGroup.size > 0) this.lastGroup.clear();
+    if (this.nameGroup.size > 0) this.nameGroup.clear();
   }
 
   /** The backend goes back to the pool; `reset`: it will be reset (DISCARD ALL), its statements go. */
   detach(reset: boolean): void {
     if (reset) this.cache?.clear();
     this.cache = null;
-    this.queue = [];
+    this.clearQueues();
+  }
+
+  /** Empties the answer queue and the held messages, reusing the arrays. */
+  private clearQueues(): void {
+    if (this.queue.length > 0) this.queue.length = 0;
     this.head = 0;
-    this.held = [];
+    if (this.held.length > 0) this.held.length = 0;
   }
 
   /** A client message for the attached backend. `scope` is the client's search_path. */
@@ -194,7 +209,7 @@ export class StatementRouter {
         this.sink.toBackend(bytes);
         this.skipping = false;
         this.groups++;
-        return this.push({ k: 'client', c: 'sync' });
+        return this.push(CLIENT_ENTRY.sync);
       case T_QUERY:
         return this.pass(this.midExtended ? bytes : this.rewriteDeallocate(bytes), 'ready');
       case T_FUNCTION_CALL:
@@ -361,7 +376,7 @@ export class StatementRouter {
 
   private pass(bytes: Buffer, c: Completion): void {
     this.sink.toBackend(bytes);
-    this.push({ k: 'client', c });
+    this.push(CLIENT_ENTRY[c]);
   }
 
   private push(e: Entry): void {
@@ -428,7 +443,7 @@ export class StatementRouter {
 
   private compact(): void {
     if (this.head === this.queue.length) {
-      this.queue = [];
+      this.queue.length = 0;
       this.head = 0;
     } else if (this.head > 1024) {
       this.queue = this.queue.slice(this.head);
@@ -451,7 +466,7 @@ export class StatementRouter {
    * so the client gets Postgres's own answer (tag, or an error in an aborted transaction).
    */
   private rewriteDeallocate(bytes: Buffer): Buffer {
-    if (bytes.length > 1024 || this.skipping || this.cache === null) return bytes;
+    if (bytes.length > 1024 || this.skipping || this.cache === null || !startsWithD(bytes)) return bytes;
     const m = DEALLOCATE_ONE.exec(bytes.toString('utf8', 5, bytes.length - 1));
     if (m === null) return bytes;
     const name = m[1] !== undefined ? m[1].replaceAll('""', '"') : (m[2] ?? '').toLowerCase();
@@ -469,6 +484,22 @@ export class StatementRouter {
     this.cache.delete(stmt.pooler);
     return queryBytes(`DEALLOCATE "${stmt.pooler}"`);
   }
+}
+
+/**
+ * Could the Query's text begin with DEALLOCATE (after \s)? False only when the first byte after
+ * ASCII whitespace is ASCII and not 'd' (a non-ASCII byte may be a Unicode space: the regex decides).
+ */
+function startsWithD(bytes: Buffer): boolean {
+  const end = bytes.length - 1;
+  let i = 5;
+  for (; i < end; i++) {
+    const c = bytes[i]!;
+    if (c !== 0x20 && (c < 0x09 || c > 0x0d)) break;
+  }
+  if (i >= end) return false;
+  const c = bytes[i]!;
+  return c >= 0x80 || (c | 0x20) === 0x64;
 }
 
 function queryBytes(text: string): Buffer {

@@ -14,7 +14,7 @@ import type { AuthenticationResponseKind, RawMessage, StartupMessage, StartupPac
 import { ClientAuthenticator } from '../auth/client-auth.js';
 import { canonicalTrackedName, checkStartupParameters, setStatements } from './startup-parameters.js';
 import { mayChangeSessionState } from './session-state-change.js';
-import type { AttachedBackend, ReleaseFacts, SessionAction, SessionContext, SessionEvent, SessionStatePolicy } from './types.js';
+import type { AttachedBackend, ReleaseFacts, SessionAction, SessionContext, SessionEvent, SessionStatePolicy, SessionTimer } from './types.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
 import { rejectedStatement } from './session-policy.js';
@@ -39,6 +39,21 @@ const T_AUTH = 0x70;
 const B_READY = 0x5a;
 const B_PARAMETER_STATUS = 0x53;
 
+/** Timer actions carry no per-use data: one shared object each (the hot path allocates none). */
+const timerActions = (timer: SessionTimer): { readonly on: SessionAction; readonly off: SessionAction } => ({
+  on: { type: 'timer', timer, armed: true },
+  off: { type: 'timer', timer, armed: false },
+});
+const TIMER = {
+  authentication: timerActions('authentication'),
+  clientIdle: timerActions('clientIdle'),
+  idleInTransaction: timerActions('idleInTransaction'),
+  query: timerActions('query'),
+} as const;
+/** The release of a clean backend (the common case), shared. */
+const CLEAN_RELEASE: ReleaseFacts = { status: 'I', busy: false, dirty: false };
+const REQUEST_BACKEND: SessionAction = { type: 'requestBackend' };
+
 const SSL_NO = Buffer.from('N');
 const SSL_YES = Buffer.from('S');
 const READY_IDLE = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
@@ -54,10 +69,26 @@ export class ClientSession {
   private encrypted: boolean;
   private auth: ClientAuthenticator | null = null;
   private authExpect: AuthenticationResponseKind | undefined;
+  /** A failed login held back for the auth-failure delay (the client waits, its input is discarded). */
+  private authFailure: { readonly sqlstate: string; readonly message: string } | null = null;
   /** The client's values of tracked parameters: re-applied on every backend it gets. */
   private readonly tracked = new Map<string, string>();
+  /**
+   * `tracked` as one string (null: to be computed). A backend remembers the signature it last
+   * matched at which version of its parameters, so attaching it again compares two strings
+   * instead of every tracked parameter.
+   */
+  private trackedSignature: string | null = null;
+  /** The client's search_path (the scope of its prepared statement names), cached from `tracked`. */
+  private searchPath = '';
   /** Client messages received while no backend is attached (bounded by the driver pausing reads). */
   private pending: Buffer[] = [];
+  /** Their total size (the driver stops reading the client when too much waits). */
+  private pendingSize = 0;
+  /** The other of the two `pending` arrays (swapped at attach: none allocated per transaction). */
+  private spare: Buffer[] = [];
+  /** Requests (Query, Sync, FunctionCall) answered by ReadyForQuery, since the session started. */
+  queriesAnswered = 0;
   private backend: AttachedBackend | null = null;
   /** ReadyForQuery messages still owed by the backend for requests forwarded. */
   private awaitingReady = 0;
@@ -95,6 +126,11 @@ export class ClientSession {
     return this.pinned;
   }
 
+  /** Bytes of client messages waiting for a backend. */
+  get pendingBytes(): number {
+    return this.pendingSize;
+  }
+
   /** Named prepared statements the client has (transaction pooling). */
   get preparedStatementCount(): number {
     return this.router?.statementCount ?? 0;
@@ -128,7 +164,7 @@ export class ClientSession {
         // a backend another client changed gets them back when this client is given it.
         for (const [name, value] of e.parameters) {
           const tracked = canonicalTrackedName(name);
-          if (tracked !== undefined && !this.tracked.has(tracked)) this.tracked.set(tracked, value);
+          if (tracked !== undefined && !this.tracked.has(tracked)) this.setTracked(tracked, value);
         }
         for (const [name, value] of e.parameters) {
           this.send(encodeBackend({ type: 'ParameterStatus', name, value: this.tracked.get(name) ?? value }));
@@ -137,7 +173,7 @@ export class ClientSession {
         this.send(READY_IDLE);
         this.phase = 'idle';
         if (this.pending.length > 0) this.requestBackend();
-        else this.emit({ type: 'timer', timer: 'clientIdle', armed: true });
+        else this.emit(TIMER.clientIdle.on);
         return;
       }
       case 'backendAttached':
@@ -154,8 +190,13 @@ export class ClientSession {
         this.send(e.error);
         return this.close();
       case 'protocolError':
+        if (this.authFailure !== null) return; // the failure delay runs out first
         return this.fail(SQLSTATE.PROTOCOL_VIOLATION, e.message);
       case 'timeout':
+        if (e.timer === 'authFailure') {
+          if (this.authFailure !== null) this.fail(this.authFailure.sqlstate, this.authFailure.message);
+          return;
+        }
         if (e.timer === 'authentication' && (this.phase === 'startup' || this.phase === 'authenticating')) {
           return this.fail(SQLSTATE.QUERY_CANCELED, 'canceling authentication due to timeout');
         }
@@ -170,6 +211,8 @@ export class ClientSession {
         }
         return;
       case 'clientClosed':
+        // A guesser that hangs up early still holds its admission until the failure delay ends.
+        if (this.authFailure !== null) return;
         return this.close();
       case 'shutdown':
         if (e.graceful && this.phase === 'attached' && (this.awaitingReady > 0 || this.status !== 'I')) {
@@ -226,7 +269,7 @@ export class ClientSession {
     if (!check.ok) return this.fail(check.sqlstate, check.message);
     this.database = check.database;
     this.user = check.user;
-    for (const [k, v] of check.tracked) this.tracked.set(k, v);
+    for (const [k, v] of check.tracked) this.setTracked(k, v);
     const refused = this.ctx.admit(check.database, check.user);
     if (refused !== undefined) return this.fail(refused.sqlstate, refused.message);
     this.phase = 'authenticating';
@@ -249,10 +292,18 @@ export class ClientSession {
         this.auth = null;
         this.send(step.bytes);
         this.phase = 'connecting';
-        this.emit({ type: 'timer', timer: 'authentication', armed: false });
+        this.emit(TIMER.authentication.off);
         this.emit({ type: 'authenticated', database: this.database, user: this.user });
         return;
       case 'fail':
+        if (step.sqlstate === SQLSTATE.INVALID_PASSWORD && (this.ctx.authFailureDelay ?? false)) {
+          // Every failed login costs the client the auth-failure delay (Postgres's auth_delay).
+          this.auth = null;
+          this.authFailure = { sqlstate: step.sqlstate, message: step.message };
+          this.emit(TIMER.authentication.off);
+          this.emit({ type: 'timer', timer: 'authFailure', armed: true });
+          return;
+        }
         return this.fail(step.sqlstate, step.message);
       default: {
         const never: never = step;
@@ -264,6 +315,7 @@ export class ClientSession {
   private onClientMessage(m: RawMessage): void {
     const type = m.type;
     if (this.phase === 'authenticating') {
+      if (this.authFailure !== null) return;
       if (type !== T_AUTH || this.auth === null || this.authExpect === undefined) {
         return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'expected an authentication response');
       }
@@ -273,14 +325,14 @@ export class ClientSession {
     if (type === T_TERMINATE) return this.close();
     switch (this.phase) {
       case 'attached':
-        return this.forward(m);
+        return this.forward(type, m.bytes);
       case 'idle':
-        this.pending.push(m.bytes);
-        this.emit({ type: 'timer', timer: 'clientIdle', armed: false });
+        this.hold(m.bytes);
+        this.emit(TIMER.clientIdle.off);
         return this.requestBackend();
       case 'connecting':
       case 'waiting':
-        this.pending.push(m.bytes);
+        this.hold(m.bytes);
         return;
       case 'startup':
         return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'expected a startup packet');
@@ -293,26 +345,49 @@ export class ClientSession {
     }
   }
 
-  private forward(m: RawMessage | { type: number; bytes: Buffer }): void {
-    const type = m.type;
-    let bytes = m.bytes;
+  private hold(bytes: Buffer): void {
+    this.pending.push(bytes);
+    this.pendingSize += bytes.length;
+  }
+
+  private forward(type: number, message: Buffer): void {
+    let bytes = message;
     if (type === T_QUERY || type === T_SYNC || type === T_FUNCTION_CALL) {
       if (this.awaitingReady === 0) {
-        if (this.status !== 'I') this.emit({ type: 'timer', timer: 'idleInTransaction', armed: false });
-        this.emit({ type: 'timer', timer: 'query', armed: true });
+        if (this.status !== 'I') this.emit(TIMER.idleInTransaction.off);
+        this.emit(TIMER.query.on);
       }
       this.awaitingReady++;
       if (type === T_SYNC) this.unsynced = false;
     } else if (EXTENDED.has(type)) {
       this.unsynced = true;
     }
-    if ((type === T_QUERY || type === T_PARSE) && this.router !== null && mayChangeSessionState(type, bytes)) {
-      bytes = this.onSessionState(type, bytes);
-    } else if (!this.dirty && mayChangeSessionState(type, bytes)) {
-      this.dirty = true;
+    // Examined once (it scans the text): with the router the policy decides, without it only `dirty` matters.
+    if (type === T_QUERY || type === T_PARSE) {
+      if (this.router !== null) {
+        if (mayChangeSessionState(type, bytes)) bytes = this.onSessionState(type, bytes);
+      } else if (!this.dirty && mayChangeSessionState(type, bytes)) {
+        this.dirty = true;
+      }
     }
-    if (this.router !== null) this.router.client(type, bytes, this.tracked.get('search_path') ?? '');
+    if (this.router !== null) this.router.client(type, bytes, this.searchPath);
     else this.emit({ type: 'sendToBackend', bytes });
+  }
+
+  private setTracked(name: string, value: string): void {
+    if (this.tracked.get(name) === value) return;
+    this.tracked.set(name, value);
+    this.trackedSignature = null;
+    if (name === 'search_path') this.searchPath = value;
+  }
+
+  private signature(): string {
+    if (this.trackedSignature === null) {
+      let sig = '';
+      for (const [name, value] of this.tracked) sig += `${name}\0${value}\0`;
+      this.trackedSignature = sig;
+    }
+    return this.trackedSignature;
   }
 
   /** Transaction pooling: the client runs something that leaves session state; apply the policy. */
@@ -336,7 +411,7 @@ export class ClientSession {
 
   private requestBackend(): void {
     this.phase = 'waiting';
-    this.emit({ type: 'requestBackend' });
+    this.emit(REQUEST_BACKEND);
   }
 
   private onAttached(b: AttachedBackend): void {
@@ -348,15 +423,38 @@ export class ClientSession {
     this.status = 'I';
     this.dirty = this.ctx.poolMode === 'session' || this.pinned;
     this.router?.attach(statementsOf(b, this.ctx.preparedStatementCacheSize ?? 1000));
-    const changes = new Map<string, string>();
-    for (const [name, value] of this.tracked) if (b.parameters.get(name) !== value) changes.set(name, value);
-    if (changes.size > 0) {
-      this.swallowReady = 1;
-      this.emit({ type: 'sendToBackend', bytes: encodeQuery(setStatements(changes)) });
-    }
+    this.applyTracked(b);
+    // The two pending arrays swap roles: forwarding queues nothing (attached), but stays correct if it did.
     const pending = this.pending;
-    this.pending = [];
-    for (const bytes of pending) this.forward({ type: bytes[0]!, bytes });
+    this.pending = this.spare;
+    this.pendingSize = 0;
+    for (let i = 0; i < pending.length; i++) {
+      const bytes = pending[i]!;
+      this.forward(bytes[0]!, bytes);
+    }
+    pending.length = 0;
+    this.spare = pending;
+  }
+
+  /** SETs the client's tracked parameters whose value on the backend differs (answers swallowed). */
+  private applyTracked(b: AttachedBackend): void {
+    const sig = this.signature();
+    const memo = b.trackedMatch;
+    if (memo !== undefined && memo.signature === sig && memo.version === b.parametersVersion) return;
+    let changes: Map<string, string> | null = null;
+    for (const [name, value] of this.tracked) {
+      if (b.parameters.get(name) !== value) (changes ??= new Map()).set(name, value);
+    }
+    if (changes === null) {
+      // The backend matches as it is: the next client with the same values skips the comparison.
+      if (memo !== undefined) {
+        memo.signature = sig;
+        memo.version = b.parametersVersion ?? 0;
+      }
+      return;
+    }
+    this.swallowReady = 1;
+    this.emit({ type: 'sendToBackend', bytes: encodeQuery(setStatements(changes)) });
   }
 
   private onBackendMessage(m: RawMessage): void {
@@ -377,18 +475,21 @@ export class ClientSession {
       const p = decodeBackendMessage(bytes);
       if (p.type === 'ParameterStatus') {
         const name = canonicalTrackedName(p.name);
-        if (name !== undefined) this.tracked.set(name, p.value);
+        if (name !== undefined) this.setTracked(name, p.value);
       }
     } else if (type === B_READY) {
       const status = readyForQueryStatus(bytes);
       if (status === undefined) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'malformed ReadyForQuery from server');
       this.status = status;
-      if (this.awaitingReady > 0) this.awaitingReady--;
+      if (this.awaitingReady > 0) {
+        this.awaitingReady--;
+        this.queriesAnswered++;
+      }
       this.send(bytes);
       if (this.awaitingReady === 0 && !this.unsynced) {
-        this.emit({ type: 'timer', timer: 'query', armed: false });
+        this.emit(TIMER.query.off);
         if (status === 'I' && ((this.ctx.poolMode === 'transaction' && !this.pinned) || this.closeAfterRelease)) this.release();
-        else if (status !== 'I') this.emit({ type: 'timer', timer: 'idleInTransaction', armed: true });
+        else if (status !== 'I') this.emit(TIMER.idleInTransaction.on);
         // Graceful shutdown: the transaction has ended (and the backend is back): now close.
         if (this.closeAfterRelease && status === 'I') this.fail(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command');
       }
@@ -400,7 +501,7 @@ export class ClientSession {
   private release(): void {
     if (this.backend === null) return;
     const busy = this.awaitingReady > 0 || this.swallowReady > 0 || this.unsynced || (this.router?.pending ?? 0) > 0;
-    const facts: ReleaseFacts = { status: this.status, busy, dirty: this.dirty };
+    const facts: ReleaseFacts = !busy && !this.dirty && this.status === 'I' ? CLEAN_RELEASE : { status: this.status, busy, dirty: this.dirty };
     this.backend = null;
     this.swallowReady = 0;
     // A dirty backend is reset (DISCARD ALL) before reuse: its prepared statements go with it.
@@ -408,7 +509,7 @@ export class ClientSession {
     this.emit({ type: 'releaseBackend', facts });
     if (this.phase === 'attached') {
       this.phase = 'idle';
-      this.emit({ type: 'timer', timer: 'clientIdle', armed: true });
+      this.emit(TIMER.clientIdle.on);
     }
   }
 
@@ -425,9 +526,11 @@ export class ClientSession {
     this.release();
     this.phase = 'closed';
     this.pending = [];
-    this.emit({ type: 'timer', timer: 'clientIdle', armed: false });
-    this.emit({ type: 'timer', timer: 'idleInTransaction', armed: false });
-    this.emit({ type: 'timer', timer: 'query', armed: false });
+    this.pendingSize = 0;
+    this.emit(TIMER.clientIdle.off);
+    this.emit(TIMER.idleInTransaction.off);
+    this.emit(TIMER.query.off);
+    if (this.authFailure !== null) this.emit({ type: 'timer', timer: 'authFailure', armed: false });
     this.emit({ type: 'close' });
   }
 

@@ -9,6 +9,14 @@ import type { ResolvedUser } from '../config/pooler-config.js';
 export interface AttachedBackend {
   /** The backend's current reported parameter values (ParameterStatus), kept up to date by its owner. */
   readonly parameters: ReadonlyMap<string, string>;
+  /** Bumped by its owner whenever a value in `parameters` changes. */
+  readonly parametersVersion?: number;
+  /**
+   * Scratch space the session keeps on the backend: the tracked-parameter signature of the last
+   * client whose values the backend was found to have, at which `parametersVersion`. A client with
+   * the same signature then needs no comparison (absent: always compare).
+   */
+  readonly trackedMatch?: { signature: string; version: number };
 }
 
 export interface CancelKey {
@@ -36,8 +44,11 @@ export type SessionEvent =
   /** Pooler shutdown: graceful lets a transaction in progress finish first. */
   | { readonly type: 'shutdown'; readonly graceful: boolean };
 
-/** 'authentication' is armed by the driver when the session starts (startup + auth must finish in time). */
-export type SessionTimer = 'authentication' | 'clientIdle' | 'idleInTransaction' | 'query';
+/**
+ * 'authentication' is armed by the driver when the session starts (startup + auth must finish in time);
+ * 'authFailure' holds a failed login's 28P01 back for the auth-failure delay.
+ */
+export type SessionTimer = 'authentication' | 'authFailure' | 'clientIdle' | 'idleInTransaction' | 'query';
 
 /** Facts about a backend being given back; the pool decides what it needs (rollback, reset, close). */
 export interface ReleaseFacts {
@@ -89,6 +100,8 @@ export interface SessionContext {
   readonly sessionStatePolicy?: SessionStatePolicy;
   /** Transaction pooling: named prepared statements kept per backend (LRU; default 1000). */
   readonly preparedStatementCacheSize?: number;
+  /** A failed password login is answered after the driver's 'authFailure' timer (default false: at once). */
+  readonly authFailureDelay?: boolean;
   /** Client limits: undefined admits the client to the (database, user) pool; else the error. */
   admit(database: string, user: string): { readonly sqlstate: string; readonly message: string } | undefined;
 }

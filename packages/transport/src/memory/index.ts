@@ -2,8 +2,8 @@
 // real backpressure (a write completes only when the reader has room), half-close (end() is EOF
 // on the peer) and abort (destroy(err) makes the peer fail with ECONNRESET), like a socket pair.
 import { Duplex } from 'node:stream';
-import type { SessionInfo, SessionStream } from '../session-stream.js';
-import { TransportError } from '../session-stream.js';
+import type { SessionInfo, SessionStream, SocketReadyState } from '../session-stream.js';
+import { TransportError, duplexReadyState } from '../session-stream.js';
 
 export interface MemoryPairOptions {
   /** Bytes a side buffers for reading before the writer waits. Default 64 KiB (like a socket). */
@@ -24,6 +24,11 @@ class MemoryStream extends Duplex implements SessionStream {
     highWaterMark: number,
   ) {
     super({ highWaterMark, allowHalfOpen: true });
+  }
+
+  /** Like net.Socket's (postgres.js reads it before sending Terminate and waiting for 'close'). */
+  get readyState(): SocketReadyState {
+    return duplexReadyState(this);
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {

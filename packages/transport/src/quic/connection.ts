@@ -18,8 +18,12 @@ export interface ConnectionHost {
   markDirty(c: QuicConnection): void;
   /** A datagram arrived: service the connection; its ACK may wait briefly for a reply. */
   markReceived(c: QuicConnection): void;
+  /** Sends one datagram now, outside the flush (a repeated CONNECTION_CLOSE). */
+  sendRaw(buf: Buffer, len: number, to: Host, closeEcho: boolean): void;
   /** quiche refused `n` queued datagrams (undecryptable, invalid, too late). */
   countRejected(n: number): void;
+  /** A peer stream was already reset when discovered, so it was never handed out. */
+  countResetBeforeAccept(): void;
   /** The connection reached quiche's closed state: drop its routes and timers. */
   connectionClosed(c: QuicConnection): void;
   /** Address this endpoint is bound to (for SessionInfo). */
@@ -72,6 +76,17 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   private closedLocally: TransportError | null = null;
   private finalized = false;
   private draining = false;
+  /** We called quiche's close(): the next packet it builds carries our CONNECTION_CLOSE. */
+  private closeSent = false;
+  /**
+   * Our CONNECTION_CLOSE datagram, kept for the closing period. quiche 0.18 sends it once and
+   * then drops everything (no closing-state replies), so a CLOSE lost to a full receive buffer or
+   * to loss would leave the peer waiting for its idle timeout. We answer the peer's packets with
+   * it again (RFC 9000 10.2.1), after 1, 2, 4, 8 ... of them, until quiche's 3 PTO are over.
+   */
+  closePacket: Buffer | null = null;
+  closeTo: Host | null = null;
+  private closeEchoRx = 0;
   private estWaiters: Array<{ resolve(): void; reject(e: Error): void }> = [];
   private closeWaiters: Array<() => void> = [];
   private readonly timer: LazyTimer;
@@ -127,6 +142,10 @@ export class QuicConnection extends EventEmitter implements StreamHost {
    * dgram's callbacks. During the handshake they go in at once (0-RTT discovery, state checks).
    */
   receive(msg: Buffer, fromHost: string, fromPort: number): boolean {
+    if (this.closePacket !== null) {
+      this.echoClose();
+      return true;
+    }
     if (this.established && !this.finalized) {
       this.rxQueue.push(msg);
       this.rxHosts.push(fromHost);
@@ -155,6 +174,28 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       // connection, which `afterSend` notices through isDraining/isClosed.
       return false;
     }
+  }
+
+  private echoClose(): void {
+    const n = ++this.closeEchoRx;
+    if ((n & (n - 1)) !== 0 || this.closePacket === null || this.closeTo === null || this.finalized) return;
+    this.ep.sendRaw(this.closePacket, this.closePacket.length, this.closeTo, true);
+  }
+
+  /** Whether the flusher should hand us the packet it just built (see `closePacket`). */
+  get wantsClosePacket(): boolean {
+    return this.closeSent && this.closePacket === null;
+  }
+
+  /** The flusher built our CONNECTION_CLOSE packet: keep a copy for the closing period. */
+  keepClosePacket(buf: Buffer, len: number, to: Host): void {
+    this.closePacket = Buffer.from(buf.subarray(0, len));
+    this.closeTo = { host: to.host, port: to.port };
+  }
+
+  /** Local close under way: send what quiche has at once (no delayed ACK). */
+  get closingLocally(): boolean {
+    return this.closeSent;
   }
 
   /** Feeds quiche the datagrams queued by `receive` since the last flush. */
@@ -206,21 +247,45 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       }
       this.activeEstimate = (this.activeEstimate * 3 + active) / 4;
     }
-    if (this.blocked.size > 0) {
-      for (const s of this.blocked) if (!s.flushWrites()) this.blocked.delete(s);
-    }
+    if (this.blocked.size > 0) this.retryBlockedWrites();
     if (this.waiters.length > 0) this.grantWaiters();
+  }
+
+  /**
+   * Retries queued writes. Streams that got credit this time move to the back of the line:
+   * otherwise the first streams to block would take every MAX_DATA increment, and a stream
+   * whose first bytes never fit would never even reach the peer (starvation seen with 40
+   * streams flooding one connection: 16 of them shared the whole window, forever).
+   */
+  private retryBlockedWrites(): void {
+    let served: QuicSessionStream[] | null = null;
+    for (const s of this.blocked) {
+      const before = s.writableQueued;
+      if (!s.flushWrites()) {
+        this.blocked.delete(s);
+        continue;
+      }
+      if (s.writableQueued < before) (served ??= []).push(s);
+    }
+    if (served === null) return;
+    for (const s of served) {
+      this.blocked.delete(s);
+      this.blocked.add(s);
+    }
   }
 
   /** After the endpoint drained quiche's packets: state changes, timer. */
   afterSend(now: number): void {
     const q = this.q;
-    const closed = q.isClosed();
-    if (!this.draining && (closed || q.isDraining())) {
-      this.draining = true;
-      this.fail();
-    }
-    if (closed) {
+    // Closed, or draining (our CONNECTION_CLOSE has left, or the peer's arrived): quiche will
+    // send nothing more, so there is nothing to wait for — its 3-PTO draining period (up to ~1 s
+    // early in a connection, whose RTT variance starts at 166 ms) only discards packets. Repeats
+    // of our CLOSE for a peer that missed it are the endpoint's job (`routing/closed.ts`).
+    if (q.isClosed() || q.isDraining()) {
+      if (!this.draining) {
+        this.draining = true;
+        this.fail();
+      }
       this.finalize();
       return;
     }
@@ -285,7 +350,10 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       // handed out, and its error (emitted on the next tick) lands on this no-op listener.
       s.on('error', ignoreError);
       s.pollRead();
-      if (s.destroyed) continue;
+      if (s.destroyed) {
+        this.ep.countResetBeforeAccept();
+        continue;
+      }
       s.off('error', ignoreError);
       if (this.onStream !== null) this.onStream(s);
       else s.destroy();
@@ -402,6 +470,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     const code = graceful ? AppError.NoError : AppError.Shutdown;
     try {
       this.q.close(true, code, Buffer.from(options.reason ?? (graceful ? 'bye' : 'shutdown')));
+      this.closeSent = true;
     } catch {
       /* already closing */
     }

@@ -15,6 +15,9 @@ import { closeSocket, defaultBindHost, openSocket } from './routing/udp.js';
 import { RetryTokens } from './routing/retry.js';
 import { decideInitial } from './routing/accept.js';
 import { Flusher } from './flusher.js';
+import { ClosedRoutes } from './routing/closed.js';
+import { fastUdp } from './routing/fast-udp.js';
+import type { DatagramSend } from './routing/fast-udp.js';
 
 export type { QuicClientEndpointOptions } from './config.js';
 
@@ -33,6 +36,8 @@ export interface QuicEndpointStats {
   retriesSent: number;
   /** Datagrams routed to a connection that quiche refused (undecryptable, invalid, too late). */
   datagramsRejected: number;
+  /** Server: peer streams already reset when first seen; never handed to `onSession`. */
+  streamsResetBeforeAccept: number;
 }
 
 
@@ -45,6 +50,11 @@ export interface QuicPathHealth {
   packetsLost: number;
   packetsRetransmitted: number;
 }
+
+/** Longest a forced close keeps the socket open for the closing period (see `forceClose`). */
+const FORCED_CLOSE_LINGER_MS = 2_000;
+/** A forced close may end once peers have been silent this long. */
+const CLOSE_QUIET_MS = 30;
 
 /** The binding reports quiche's `rtt` Duration in this many units per millisecond. */
 const RTT_UNITS_PER_MS = 1;
@@ -66,12 +76,18 @@ export class QuicEndpoint implements ConnectionHost {
   private readonly flusher: Flusher;
   private readonly counters = {
     datagramsIn: 0, datagramsDropped: 0, bytesIn: 0, handshakes: 0, socketErrors: 0,
-    retriesSent: 0, datagramsRejected: 0,
+    retriesSent: 0, datagramsRejected: 0, streamsResetBeforeAccept: 0,
   };
   private readonly retryTokens = new RetryTokens();
   private sweepTimer: NodeJS.Timeout | null = null;
+  /** One datagram out: through the UDP handle directly when Node allows it (`fast-udp.ts`). */
+  private sendDatagram: DatagramSend = () => undefined;
   private closing: Promise<void> | null = null;
-  private forced = false;
+  private forcing: Promise<void> | null = null;
+  /** Closed connections still answered with their CONNECTION_CLOSE (see `routing/closed.ts`). */
+  private readonly closed = new ClosedRoutes();
+  private lastCloseEchoRxAt = 0;
+  private socketClosing = false;
   private accepting = true;
   private readonly localHost: Host;
 
@@ -82,10 +98,7 @@ export class QuicEndpoint implements ConnectionHost {
     private readonly connected: boolean,
   ) {
     this.pendingWriteLimit = common.pendingWriteLimit;
-    this.flusher = new Flusher(common.ackDelayMs, (buf, len, to) => {
-      if (this.connected) this.socket.send(buf, 0, len);
-      else this.socket.send(buf, 0, len, to.port, to.host);
-    }, (c, now) => this.afterSend(c, now));
+    this.flusher = new Flusher(common.ackDelayMs, (buf, len, to) => this.sendDatagram(buf, len, to.port, to.host), (c, now) => this.afterSend(c, now));
     const a = socket.address();
     this.localHost = { host: a.address, port: a.port };
     this.attach(socket);
@@ -214,7 +227,16 @@ export class QuicEndpoint implements ConnectionHost {
   // --- receive path ---------------------------------------------------------------------------
 
   private attach(socket: dgram.Socket): void {
-    socket.on('message', this.onMessage);
+    const fast = fastUdp(socket, this.connected);
+    if (fast !== null) {
+      fast.takeReceive(this.onMessage);
+      this.sendDatagram = fast.send;
+    } else {
+      socket.on('message', this.onMessage);
+      this.sendDatagram = this.connected
+        ? (buf, len) => socket.send(buf, 0, len)
+        : (buf, len, port, host) => socket.send(buf, 0, len, port, host);
+    }
     socket.on('error', (err: NodeJS.ErrnoException) => {
       this.counters.socketErrors++;
       // A client's connected socket reports ICMP port unreachable as ECONNREFUSED: nobody
@@ -228,6 +250,7 @@ export class QuicEndpoint implements ConnectionHost {
   }
 
   private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => {
+    if (this.socketClosing) return; // the socket (or its handle, see fast-udp.ts) is going away
     this.counters.datagramsIn++;
     this.counters.bytesIn += msg.length;
     let c: QuicConnection | undefined;
@@ -238,6 +261,17 @@ export class QuicEndpoint implements ConnectionHost {
       c = this.routeLong(msg, rinfo);
     }
     if (c === undefined) {
+      if ((msg[0]! & 0x80) === 0 && msg.length > CID_LEN && this.closed.size > 0) {
+        const key = routeKey(msg, 1);
+        const now = Date.now();
+        const echo = this.closed.echoFor(key, now);
+        if (echo !== null || this.closed.has(key)) {
+          // A peer of a closed connection is still sending: it may have missed our CLOSE.
+          this.lastCloseEchoRxAt = now;
+          if (echo !== null) this.sendRaw(echo.packet, echo.packet.length, echo.to, false);
+          return;
+        }
+      }
       this.counters.datagramsDropped++;
       return;
     }
@@ -311,8 +345,20 @@ export class QuicEndpoint implements ConnectionHost {
     this.flusher.markReceived(c);
   }
 
+  sendRaw(buf: Buffer, len: number, to: Host, closeEcho: boolean): void {
+    if (this.socketClosing) return;
+    if (closeEcho) this.lastCloseEchoRxAt = Date.now();
+    this.sendDatagram(buf, len, to.port, to.host);
+    this.flusher.datagramsOut++;
+    this.flusher.bytesOut += len;
+  }
+
   countRejected(n: number): void {
     this.counters.datagramsRejected += n;
+  }
+
+  countResetBeforeAccept(): void {
+    this.counters.streamsResetBeforeAccept++;
   }
 
   private afterSend(c: QuicConnection, now: number): void {
@@ -347,10 +393,16 @@ export class QuicEndpoint implements ConnectionHost {
       // Servers may send newer tickets later: keep the newest.
       if (this.role.kind === 'client') c.ticketPolled = false;
     }
+    this.closed.expire(now);
   };
 
   connectionClosed(c: QuicConnection): void {
-    for (const k of c.routeKeys) if (this.routes.get(k) === c) this.routes.delete(k);
+    const now = Date.now();
+    for (const k of c.routeKeys) {
+      if (this.routes.get(k) !== c) continue;
+      this.routes.delete(k);
+      if (c.closePacket !== null && c.closeTo !== null) this.closed.add(k, c.closePacket, c.closeTo, now);
+    }
     const odcid = this.odcidOf.get(c);
     if (odcid !== undefined) this.initialRoutes.delete(odcid);
     this.odcidOf.delete(c);
@@ -373,21 +425,38 @@ export class QuicEndpoint implements ConnectionHost {
   close(options: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
     const graceful = options.graceful ?? true;
     if (this.closing !== null) {
-      if (!graceful) this.forceClose();
+      if (!graceful) void this.forceClose();
       return this.closing;
     }
     this.closing = this.doClose(graceful, options.timeoutMs);
     return this.closing;
   }
 
-  /** CONNECTION_CLOSE to every remaining peer, on the wire now; every stream errors. */
-  private forceClose(): void {
-    if (this.forced) return;
-    this.forced = true;
-    const conns = [...this.connections];
-    for (const c of conns) void c.close({ graceful: false, reason: 'endpoint shut down' });
-    this.flusher.flushNow();
-    for (const c of conns) c.finalize();
+  /**
+   * CONNECTION_CLOSE to every remaining peer, on the wire now; every stream errors at once. The
+   * socket stays open for the closing period (quiche's 3 PTO, at most FORCED_CLOSE_LINGER_MS):
+   * a peer whose CLOSE was lost (full receive buffer, loss) keeps sending, and each connection
+   * answers with its CLOSE again (`QuicConnection.closePacket`).
+   */
+  private forceClose(): Promise<void> {
+    this.forcing ??= (async () => {
+      const conns = [...this.connections];
+      for (const c of conns) void c.close({ graceful: false, reason: 'endpoint shut down' });
+      this.flusher.flushNow();
+      if (conns.length === 0 && this.closed.size === 0) return;
+      // Linger until quiche's closing periods are over and no peer has sent anything for
+      // CLOSE_QUIET_MS (one that missed our CLOSE keeps sending and is answered), at most
+      // FORCED_CLOSE_LINGER_MS.
+      const t0 = Date.now();
+      this.lastCloseEchoRxAt = t0;
+      while (Date.now() - t0 < FORCED_CLOSE_LINGER_MS) {
+        const quiet = Date.now() - this.lastCloseEchoRxAt >= CLOSE_QUIET_MS;
+        if (quiet && conns.every((c) => c.isClosed)) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      for (const c of conns) c.finalize();
+    })();
+    return this.forcing;
   }
 
   private async doClose(graceful: boolean, timeoutMs: number | undefined): Promise<void> {
@@ -404,7 +473,8 @@ export class QuicEndpoint implements ConnectionHost {
         clearTimeout(timer);
       }
     }
-    this.forceClose();
+    await this.forceClose();
+    this.socketClosing = true;
     this.socket.removeAllListeners('message');
     // Sends are synchronous with our lookup; one turn more lets a send that met a full kernel
     // buffer (the CONNECTION_CLOSE frames) complete before the handle goes away.

@@ -79,7 +79,7 @@ export class Flusher {
         if (budget <= 0) break;
         c.service();
         if (!c.isClosed) {
-          if (c.wantSend || !c.isEstablished || this.ackDelayMs === 0) {
+          if (c.wantSend || !c.isEstablished || this.ackDelayMs === 0 || c.closingLocally) {
             c.wantSend = false;
             if (c.ackTimer !== null) clearTimeout(c.ackTimer);
             c.ackTimer = null;
@@ -154,6 +154,8 @@ export class Flusher {
       let idx = first;
       for (let j = 0; j < k; j++) {
         const len = lens[j]!;
+        // After quiche's close() the only packet it builds is the CONNECTION_CLOSE.
+        if (c.wantsClosePacket) c.keepClosePacket(this.ring[idx]!, len, tos[j]!);
         this.send(this.ring[idx]!, len, tos[j]!);
         this.bytesOut += len;
         idx = idx + 1 === RING_SIZE ? 0 : idx + 1;

@@ -7,7 +7,8 @@ import { Duplex } from 'node:stream';
 import { quiche } from '@matrixai/quic/native/index.js';
 import type { Connection } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
-import type { SessionInfo, SessionStream } from '../session-stream.js';
+import { duplexReadyState } from '../session-stream.js';
+import type { SessionInfo, SessionStream, SocketReadyState } from '../session-stream.js';
 import { AppError, isQuicheError, streamErrorCode } from './errors.js';
 
 /** What a stream needs from its connection (kept narrow so the two files stay independent). */
@@ -170,6 +171,11 @@ export class QuicSessionStream extends Duplex implements SessionStream {
     this.host.markDirty();
   }
 
+  /** Bytes waiting for quiche to accept them. */
+  get writableQueued(): number {
+    return this.queuedBytes;
+  }
+
   /** Retries queued writes (and a pending FIN); returns true while something is still blocked. */
   flushWrites(): boolean {
     const q = this.host.q;
@@ -199,6 +205,16 @@ export class QuicSessionStream extends Duplex implements SessionStream {
         this.maybeForget();
       }
     } catch (err) {
+      if (this.readEnded && this.queue.length === 0 && this.finalCb !== null && streamErrorCode(err, 'StreamStopped') !== null) {
+        // The peer closed (EOF read) and stopped reading before our FIN: as with a socket whose
+        // peer closed first, our end() simply completes.
+        this.writeEnded = true;
+        const cb = this.finalCb;
+        this.finalCb = null;
+        cb();
+        this.maybeForget();
+        return false;
+      }
       const e = this.sendError(err);
       this.destroy(e);
       return false;
@@ -229,12 +245,19 @@ export class QuicSessionStream extends Duplex implements SessionStream {
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
     const clean = this.readEnded && this.writeEnded;
     if (!clean && !this.forgotten) {
-      // Abort both directions: RESET_STREAM for ours, STOP_SENDING for theirs. Cancelling only
-      // one direction leaves quiche holding the stream forever (and its stream credit with it).
+      // Both directions must end, or quiche holds the stream (and its credit) forever.
+      // destroy(err) aborts: RESET_STREAM for ours, STOP_SENDING for theirs. A plain destroy()
+      // closes like net.Socket's: FIN after what quiche already holds (our unsent queue is
+      // dropped, as a socket drops its userland buffer), so the peer reads EOF, not an error;
+      // STOP_SENDING tells it we read no more. A FIN quiche cannot take now becomes a reset.
       const q = this.host.q;
       const code = AppError.StreamCancelled;
-      try { q.streamShutdown(this.id, quiche.Shutdown.Read, code); } catch { /* already closed */ }
-      try { q.streamShutdown(this.id, quiche.Shutdown.Write, code); } catch { /* already closed */ }
+      let finished = this.writeEnded;
+      if (err === null && !finished) {
+        try { finished = q.streamSend(this.id, EMPTY, true) !== null; } catch { finished = false; }
+      }
+      if (!this.readEnded) try { q.streamShutdown(this.id, quiche.Shutdown.Read, code); } catch { /* already closed */ }
+      if (!finished) try { q.streamShutdown(this.id, quiche.Shutdown.Write, code); } catch { /* already closed */ }
       this.host.markDirty();
     }
     this.readEnded = true;
@@ -266,6 +289,7 @@ export class QuicSessionStream extends Duplex implements SessionStream {
   }
 
   // net.Socket look-alikes for drivers; QUIC has nothing to configure here.
+  get readyState(): SocketReadyState { return duplexReadyState(this); }
   setNoDelay(_noDelay?: boolean): this { return this; }
   setKeepAlive(_enable?: boolean, _initialDelay?: number): this { return this; }
   ref(): this { return this; }

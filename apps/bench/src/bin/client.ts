@@ -1,0 +1,69 @@
+// `pnpm bench:client`: cold start to first row, idle-session cost and time to drain 2,000
+// sessions, TCP+TLS vs the quicpool client over QUIC, under the WAN emulator, in one run.
+//   node dist/bin/client.js [--json] [--parts a,b,c] [--delay 15] [--trials 5] [--sessions 2000]
+//                           [--quic-connections 50] [--streams 40] [--pool-size 20]
+// With --json the last line is one JSON object of the figures. This program is also the forked
+// pooler worker (POOLER_FLAG) and idle-session worker (IDLE_FLAG) of its own runs.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { IDLE_FLAG, runIdleWorker } from '../client/idle-sessions.js';
+import type { IdleWorkerConfig } from '../client/idle-sessions.js';
+import { POOLER_FLAG, runPoolerWorker } from '../client/pooler-process.js';
+import type { PoolerWorkerConfig } from '../client/pooler-process.js';
+import { runClientBench } from '../client/run-client.js';
+
+const script = fileURLToPath(import.meta.url);
+const poolerAt = process.argv.indexOf(POOLER_FLAG);
+const idleAt = process.argv.indexOf(IDLE_FLAG);
+if (poolerAt >= 0) {
+  await runPoolerWorker(JSON.parse(process.argv[poolerAt + 1] ?? '{}') as PoolerWorkerConfig);
+} else if (idleAt >= 0) {
+  try {
+    await runIdleWorker(JSON.parse(process.argv[idleAt + 1] ?? '{}') as IdleWorkerConfig);
+    process.exit(0);
+  } catch (e) {
+    process.stderr.write(`idle worker failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+    process.exit(1);
+  }
+} else {
+  const { values } = parseArgs({
+    options: {
+      json: { type: 'boolean', default: false },
+      parts: { type: 'string', default: 'a,b,c' },
+      delay: { type: 'string', default: '15' },
+      trials: { type: 'string', default: '5' },
+      sessions: { type: 'string', default: '2000' },
+      'quic-connections': { type: 'string', default: '50' },
+      streams: { type: 'string', default: '40' },
+      'pool-size': { type: 'string', default: '20' },
+    },
+  });
+  const whole = (name: string, v: string, min = 1): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${v}`);
+    return n;
+  };
+  const partsOf = (v: string): { cold: boolean; idle: boolean; drain: boolean } => {
+    const list = v.split(',').map((x) => x.trim());
+    for (const x of list) if (x !== 'a' && x !== 'b' && x !== 'c') throw new Error(`--parts takes a, b and c, got ${x}`);
+    return { cold: list.includes('a'), idle: list.includes('b'), drain: list.includes('c') };
+  };
+  try {
+    await runClientBench({
+      oneWayMs: whole('delay', values.delay, 0),
+      trials: whole('trials', values.trials),
+      sessions: whole('sessions', values.sessions, 100),
+      quicConnections: whole('quic-connections', values['quic-connections']),
+      streamsPerConnection: whole('streams', values.streams),
+      poolSize: whole('pool-size', values['pool-size']),
+      json: values.json,
+      parts: partsOf(values.parts),
+      script,
+      wanScript: join(dirname(script), 'wan.js'),
+    });
+  } catch (e) {
+    process.stderr.write(`bench:client failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,58 @@
+// How bench:client opens one session on each transport: pg.Client over direct TLS (TLS from the
+// first byte, the fewest round trips TCP can do: no SSLRequest), and the quicpool client over QUIC.
+import pg from 'pg';
+import { QuicPool, SessionManager } from '@quicpool/client';
+import type { StartupHints } from '@quicpool/client';
+import type { SessionManagerOptions } from '@quicpool/client';
+import type { QuicTicketStore } from '@quicpool/transport';
+
+export interface Login {
+  readonly user: string;
+  readonly password?: string;
+  readonly database: string;
+}
+
+export interface BenchTargets {
+  readonly host: string;
+  /** TCP port of the pooler's direct-TLS listener (or of the emulator in front of it). */
+  readonly tlsPort: number;
+  /** UDP port of the pooler's QUIC listener (or of the emulator in front of it). */
+  readonly quicPort: number;
+  /** CA that signed the pooler's certificate (for the name 'localhost'). */
+  readonly caPem: string;
+}
+
+/** pg settings for a TCP+TLS session (certificate and name verified). */
+export function tlsClientConfig(t: BenchTargets, login: Login): pg.ClientConfig {
+  // `sslnegotiation` (pg >= 8.16) is missing from @types/pg.
+  const config: pg.ClientConfig & { sslnegotiation: 'direct' } = {
+    host: t.host,
+    port: t.tlsPort,
+    ...login,
+    ssl: { ca: t.caPem, servername: 'localhost', rejectUnauthorized: true },
+    sslnegotiation: 'direct',
+  };
+  return config;
+}
+
+/** Session manager options for the QUIC listener (certificate and name verified). */
+export function quicManagerOptions(t: BenchTargets, extra: Partial<SessionManagerOptions> = {}, memory?: ClientMemory): SessionManagerOptions {
+  return {
+    endpoints: [`${t.host}:${t.quicPort}`],
+    ca: t.caPem,
+    serverName: 'localhost',
+    ...(memory !== undefined ? { tickets: memory.tickets, startupHints: memory.hints } : {}),
+    ...extra,
+  };
+}
+
+/** What a client keeps from its previous connections to a pooler: session tickets and login hints. */
+export interface ClientMemory {
+  readonly tickets: QuicTicketStore;
+  readonly hints: StartupHints;
+}
+
+/** A QuicPool on its own manager. */
+export function quicPool(login: Login, max: number, manager: SessionManager, fastStart = true): QuicPool {
+  return new QuicPool({ ...login, max, idleTimeoutMillis: 0, quic: manager, fastStart });
+}

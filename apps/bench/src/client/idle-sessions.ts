@@ -1,0 +1,141 @@
+// (b) The cost of one idle session: a client process (its own, started with --expose-gc) opens
+// `warmup` connected pg.Clients, samples, opens the rest up to `sessions`, samples again; the
+// difference divided by the added sessions is the marginal cost of one idle session: RSS, kernel
+// socket buffer memory (/proc/net/sockstat `mem`, TCP or UDP), sockets and file descriptors.
+// Measured straight against the pooler (no WAN emulator: an idle session's cost does not depend
+// on the path's delay, and the emulator's own sockets would count in the system-wide sockstat).
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { QuicClient, SessionManager } from '@quicpool/client';
+import type { BenchTargets, Login } from './connect.js';
+import { quicManagerOptions, tlsClientConfig } from './connect.js';
+import { pageBytes, sampleMemory } from './proc-memory.js';
+import type { MemorySample } from './proc-memory.js';
+
+export const IDLE_FLAG = '--client-bench-idle';
+
+export type IdleTransport = 'tcp' | 'quic';
+
+export interface IdleWorkerConfig {
+  readonly transport: IdleTransport;
+  readonly sessions: number;
+  readonly warmup: number;
+  readonly targets: BenchTargets;
+  readonly login: Login;
+  readonly quicConnections: number;
+  readonly streamsPerConnection: number;
+}
+
+export interface IdleResult {
+  readonly transport: IdleTransport;
+  /** Sessions added between the two samples. */
+  readonly sessions: number;
+  readonly rssBytesPerSession: number;
+  /** Kernel socket buffer memory per session (TCP `mem` for tcp, UDP `mem` for quic; all ends). */
+  readonly kernelBytesPerSession: number;
+  /** rss + kernel. */
+  readonly bytesPerSession: number;
+  readonly heapBytesPerSession: number;
+  /** Buffers and other memory V8 knows of outside its heap (process.memoryUsage().external). */
+  readonly externalBytesPerSession: number;
+  readonly fdsPerSession: number;
+  /** Sockets in use system-wide (TCP or UDP `inuse`), per session. */
+  readonly socketsPerSession: number;
+  /** Totals at the second sample. */
+  readonly fds: number;
+  readonly rssBytes: number;
+}
+
+function settle(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 500));
+}
+
+function collect(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run the idle worker with --expose-gc');
+  gc();
+  gc();
+}
+
+/** Opens `count` sessions, at most `concurrency` connecting at once. */
+async function openMany<T>(count: number, concurrency: number, open: () => Promise<T>, into: T[]): Promise<void> {
+  let started = 0;
+  const lane = async (): Promise<void> => {
+    while (started < count) {
+      started++;
+      into.push(await open());
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
+}
+
+/** The worker side: measures and prints "RESULT {json}". */
+export async function runIdleWorker(c: IdleWorkerConfig): Promise<void> {
+  const clients: pg.Client[] = [];
+  const manager =
+    c.transport === 'quic'
+      ? new SessionManager(quicManagerOptions(c.targets, {
+          maxConnections: c.quicConnections, streamsPerConnection: c.streamsPerConnection, idleTimeoutMs: 0,
+        }))
+      : null;
+  const open = async (): Promise<pg.Client> => {
+    const client = manager === null ? new pg.Client(tlsClientConfig(c.targets, c.login)) : new QuicClient({ ...c.login, sessions: manager });
+    client.on('error', () => undefined);
+    await client.connect();
+    return client;
+  };
+  try {
+    await openMany(c.warmup, 50, open, clients);
+    await settle();
+    collect();
+    const before = sampleMemory();
+    await openMany(c.sessions - c.warmup, 100, open, clients);
+    // Every session is connected and idle; the check makes sure none was lost on the way.
+    await Promise.all(clients.map((client) => client.query('select 1')));
+    await settle();
+    collect();
+    const after = sampleMemory();
+    process.stdout.write(`RESULT ${JSON.stringify(perSession(c.transport, before, after, c.sessions - c.warmup))}\n`);
+  } finally {
+    await Promise.allSettled(clients.map((client) => client.end()));
+    await manager?.close({ timeoutMs: 2_000 });
+  }
+}
+
+function perSession(transport: IdleTransport, a: MemorySample, b: MemorySample, n: number): IdleResult {
+  const proto = transport === 'tcp' ? 'tcp' : 'udp';
+  const rss = (b.rssBytes - a.rssBytes) / n;
+  const kernel = ((b.sockstat[proto].memPages - a.sockstat[proto].memPages) * pageBytes()) / n;
+  return {
+    transport,
+    sessions: n,
+    rssBytesPerSession: Math.round(rss),
+    kernelBytesPerSession: Math.round(kernel),
+    bytesPerSession: Math.round(rss + kernel),
+    heapBytesPerSession: Math.round((b.heapUsedBytes - a.heapUsedBytes) / n),
+    externalBytesPerSession: Math.round((b.externalBytes - a.externalBytes) / n),
+    fdsPerSession: (b.fds - a.fds) / n,
+    socketsPerSession: (b.sockstat[proto].inuse - a.sockstat[proto].inuse) / n,
+    fds: b.fds,
+    rssBytes: b.rssBytes,
+  };
+}
+
+/** The bench side: runs the idle measurement in a fresh process of `script`. */
+export function measureIdle(script: string, config: IdleWorkerConfig, timeoutMs = 180_000): Promise<IdleResult> {
+  const child = spawn(process.execPath, ['--expose-gc', script, IDLE_FLAG, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let result: IdleResult | null = null;
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const m = /^RESULT (.*)$/.exec(line);
+      if (m !== null) result = JSON.parse(m[1] ?? 'null') as IdleResult;
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (result !== null) resolve(result);
+      else reject(new Error(`idle ${config.transport} worker exited (${code ?? 'killed'}) without a result`));
+    });
+  });
+}

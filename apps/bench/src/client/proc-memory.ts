@@ -1,0 +1,61 @@
+// What a process and the kernel hold: this process's RSS and open file descriptors, and the
+// kernel's socket buffer memory and socket counts from /proc/net/sockstat (system-wide, so both
+// ends of a loopback connection count). Linux only.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+export interface SockstatLine {
+  readonly inuse: number;
+  /** Pages of socket buffer memory. */
+  readonly memPages: number;
+}
+
+export interface Sockstat {
+  readonly tcp: SockstatLine;
+  readonly udp: SockstatLine;
+}
+
+/** TCP and UDP `inuse` and `mem` from the text of /proc/net/sockstat. */
+export function parseSockstat(text: string): Sockstat {
+  const line = (proto: string): SockstatLine => {
+    const m = new RegExp(`^${proto}:(.*)$`, 'm').exec(text);
+    const field = (name: string): number => {
+      const f = m === null ? null : new RegExp(`\\b${name} (\\d+)`).exec(m[1] ?? '');
+      return f === null ? 0 : Number(f[1]);
+    };
+    return { inuse: field('inuse'), memPages: field('mem') };
+  };
+  return { tcp: line('TCP'), udp: line('UDP') };
+}
+
+let pageSize: number | null = null;
+export function pageBytes(): number {
+  if (pageSize !== null) return pageSize;
+  try {
+    const v = Number(execFileSync('getconf', ['PAGESIZE'], { encoding: 'utf8', timeout: 2_000 }).trim());
+    pageSize = Number.isFinite(v) && v > 0 ? v : 4096;
+  } catch {
+    pageSize = 4096;
+  }
+  return pageSize;
+}
+
+export interface MemorySample {
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+  /** Memory of Buffers and other C++ objects tied to JS objects (process.memoryUsage().external). */
+  readonly externalBytes: number;
+  readonly fds: number;
+  readonly sockstat: Sockstat;
+}
+
+export function sampleMemory(): MemorySample {
+  const mem = process.memoryUsage();
+  return {
+    rssBytes: mem.rss,
+    heapUsedBytes: mem.heapUsed,
+    externalBytes: mem.external,
+    fds: readdirSync('/proc/self/fd').length,
+    sockstat: parseSockstat(readFileSync('/proc/net/sockstat', 'utf8')),
+  };
+}

@@ -1,0 +1,219 @@
+// `pnpm bench:client`: what the quicpool client buys a far-away Node.js application, in one run.
+// Postgres (pg-fixture) <- quicpool pooler (own process: direct TLS + QUIC) <- WAN emulator (own
+// processes, one-way delay each way) <- this process (pg over TCP+TLS, @quicpool/client over QUIC).
+//   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
+//   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes)
+//   (c) 2,000 sessions x 1 query from nothing open: time to drain
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { startPostgres } from '@quicpool/pg-fixture';
+import { generateDevCertificates } from '@quicpool/transport';
+import { describeMachine, machineLine } from '../report/machine.js';
+import { readProcSample } from '../telemetry/proc.js';
+import type { BenchTargets, Login } from './connect.js';
+import { drainQuic, drainTcp } from './drain.js';
+import type { DrainResult } from './drain.js';
+import { measureColdStart, measurePathRtts } from './first-row.js';
+import type { ColdPath, ColdStartResult } from './first-row.js';
+import { measureIdle } from './idle-sessions.js';
+import type { IdleResult } from './idle-sessions.js';
+import { startPoolerProcess } from './pooler-process.js';
+import type { RunningPooler } from './pooler-process.js';
+import { startWanProcess } from './wan-process.js';
+import type { RunningWan } from './wan-process.js';
+
+export interface ClientBenchOptions {
+  readonly oneWayMs: number;
+  readonly trials: number;
+  readonly sessions: number;
+  readonly quicConnections: number;
+  readonly streamsPerConnection: number;
+  readonly poolSize: number;
+  readonly json: boolean;
+  /** Which measurements to run (all three by default; the JSON then has only theirs). */
+  readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
+  /** This program (forked as the pooler and idle workers). */
+  readonly script: string;
+  /** The WAN emulator program (dist/bin/wan.js). */
+  readonly wanScript: string;
+}
+
+const log = (s: string): void => void process.stderr.write(`${s}\n`);
+const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
+
+/** The soft limit on open files, from /proc/self/limits (children inherit it). */
+function openFileLimit(): number | null {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  if (m === null) return null;
+  return m[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(m[1]);
+}
+
+/** A drain and the CPU it cost this process (the client) and the pooler process. */
+export interface DrainCost extends DrainResult {
+  readonly clientCpuMs: number;
+  readonly poolerCpuMs: number | null;
+}
+
+async function withCpu(poolerPid: number, run: () => Promise<DrainResult>): Promise<DrainCost> {
+  const c0 = process.cpuUsage();
+  const p0 = readProcSample(poolerPid);
+  const r = await run();
+  const c = process.cpuUsage(c0);
+  const p1 = readProcSample(poolerPid);
+  return { ...r, clientCpuMs: Math.round((c.user + c.system) / 1000), poolerCpuMs: p0 === null || p1 === null ? null : Math.round(p1.cpuMs - p0.cpuMs) };
+}
+
+export async function runClientBench(o: ClientBenchOptions): Promise<void> {
+  const need = o.sessions + 512;
+  const limit = openFileLimit();
+  if (limit !== null && limit < need) {
+    throw new Error(`the open-file limit is ${limit}; ${o.sessions} TCP sessions need about ${need}: run \`ulimit -n ${need}\` (or higher) first`);
+  }
+  const machine = describeMachine();
+  log(`${machineLine(machine)}; open-file limit ${limit ?? 'unknown'}`);
+  const certs = await generateDevCertificates({ names: ['localhost'] });
+  const pg = await startPostgres({ settings: { max_connections: String(Math.max(100, o.poolSize * 2 + 20)) } });
+  let pooler: RunningPooler | null = null;
+  const wans: RunningWan[] = [];
+  try {
+    const info = pg.info;
+    const trust: Login = { user: info.trustUser, database: info.database };
+    const scram: Login = { user: info.user, password: info.password, database: info.database };
+    pooler = await startPoolerProcess(o.script, {
+      serverHost: info.host, serverPort: info.port, trustUser: info.trustUser, scramUser: info.user, scramPassword: info.password,
+      poolSize: o.poolSize, certPem: certs.certPem, keyPem: certs.keyPem,
+    });
+    const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.ports.tls, quicPort: pooler.ports.quic, caPem: certs.caPem };
+    const wanTcp = await startWanProcess(o.wanScript, { host: '127.0.0.1', port: pooler.ports.tls }, 'tcp', o.oneWayMs);
+    wans.push(wanTcp);
+    const wanUdp = await startWanProcess(o.wanScript, { host: '127.0.0.1', port: pooler.ports.quic }, 'udp', o.oneWayMs);
+    wans.push(wanUdp);
+    const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
+    log(`WAN emulator: ${o.oneWayMs} ms each way; its own probe RTT ${wanTcp.measuredRtt?.medianMs ?? '?'} ms (tcp), ${wanUdp.measuredRtt?.medianMs ?? '?'} ms (udp)`);
+
+    const loadStart = load1();
+    const rtt = await measurePathRtts(wan, trust);
+    log(`measured RTT (select 1 on an open session): TCP+TLS ${rtt.tcpMs.toFixed(2)} ms, QUIC ${rtt.quicMs.toFixed(2)} ms`);
+    let cold: { trust: ColdStartResult; scram: ColdStartResult } | null = null;
+    if (o.parts.cold) {
+      log(`(a) cold start to first row, ${o.trials} trials, trust ...`);
+      const coldTrust = await measureColdStart(wan, trust, rtt, o.trials, log);
+      log(`(a) cold start to first row, ${o.trials} trials, SCRAM-SHA-256 ...`);
+      cold = { trust: coldTrust, scram: await measureColdStart(wan, scram, rtt, o.trials, log) };
+    }
+    let idle: { tcp: IdleResult; quic: IdleResult } | null = null;
+    if (o.parts.idle) {
+      log(`(b) ${o.sessions} idle TCP+TLS sessions (own process) ...`);
+      const idleBase = { sessions: o.sessions, warmup: 50, targets: direct, login: trust, quicConnections: o.quicConnections, streamsPerConnection: o.streamsPerConnection };
+      const idleTcp = await measureIdle(o.script, { ...idleBase, transport: 'tcp' });
+      log(`(b) ${o.sessions} idle QUIC sessions (${o.quicConnections} connections x ${o.streamsPerConnection} streams, own process) ...`);
+      idle = { tcp: idleTcp, quic: await measureIdle(o.script, { ...idleBase, transport: 'quic' }) };
+    }
+    let drain: { tcp: DrainCost; quic: DrainCost } | null = null;
+    if (o.parts.drain) {
+      const poolerPid = pooler.pid;
+      log(`(c) ${o.sessions} sessions x 1 query, TCP+TLS ...`);
+      const drainT = await withCpu(poolerPid, () => drainTcp(wan, trust, o.sessions));
+      log(`(c) ${o.sessions} sessions x 1 query, QUIC ...`);
+      drain = { tcp: drainT, quic: await withCpu(poolerPid, () => drainQuic(wan, trust, o.sessions, o.quicConnections, o.streamsPerConnection)) };
+    }
+    const loadEnd = load1();
+    const out: string[] = [];
+    out.push('');
+    out.push(`bench:client — WAN emulator ${o.oneWayMs} ms each way; measured RTT ${rtt.tcpMs.toFixed(1)} ms (TCP+TLS path), ${rtt.quicMs.toFixed(1)} ms (QUIC path); load average ${loadStart} -> ${loadEnd}`);
+    out.push('');
+    if (cold !== null) coldLines(out, o, cold.trust, cold.scram);
+    if (idle !== null) idleLines(out, o, idle.tcp, idle.quic);
+    if (drain !== null) drainLines(out, o, drain.tcp, drain.quic);
+    process.stdout.write(`${out.join('\n')}\n`);
+    if (o.json) {
+      const coldTrust = cold?.trust;
+      const coldScram = cold?.scram;
+      const r2 = (x: number): number => Math.round(x * 100) / 100;
+      const each = (v: Record<ColdPath, number>) => ({ tcpTls: r2(v.tcpTls), quic: r2(v.quic), quic0rtt: r2(v.quic0rtt), quic0rttPgStartup: r2(v.quic0rttPgStartup) });
+      const rtts = (c: ColdStartResult) => each(c.rtts);
+      const ms = (c: ColdStartResult) => each(c.ms);
+      process.stdout.write(`${JSON.stringify({
+        bench: 'client',
+        configuredOneWayMs: o.oneWayMs,
+        measuredRttMs: { tcpTls: r2(rtt.tcpMs), quic: r2(rtt.quicMs) },
+        ...(coldTrust !== undefined && coldScram !== undefined ? {
+          firstRowRtts: rtts(coldTrust),
+          firstRowMs: ms(coldTrust),
+          firstRowRttsScram: rtts(coldScram),
+          firstRowMsScram: ms(coldScram),
+          pipelined: { trust: coldTrust.pipelined, scram: coldScram.pipelined },
+          zeroRtt: { resumedEveryTime: coldTrust.resumedEveryTime && coldScram.resumedEveryTime, earlyDataEveryTime: coldTrust.earlyDataEveryTime && coldScram.earlyDataEveryTime },
+        } : {}),
+        ...(idle !== null ? { idleSessionBytes: { tcp: idle.tcp.bytesPerSession, quic: idle.quic.bytesPerSession }, idle } : {}),
+        ...(drain !== null ? {
+          drainMs: { tcp: Math.round(drain.tcp.ms), quic: Math.round(drain.quic.ms) },
+          drainFailed: { tcp: drain.tcp.failed, quic: drain.quic.failed },
+          drainCpuMs: {
+            client: { tcp: drain.tcp.clientCpuMs, quic: drain.quic.clientCpuMs },
+            pooler: { tcp: drain.tcp.poolerCpuMs, quic: drain.quic.poolerCpuMs },
+          },
+        } : {}),
+        sessions: o.sessions,
+        quic: { connections: o.quicConnections, streamsPerConnection: o.streamsPerConnection },
+        trials: o.trials,
+        loadAverage1m: { start: loadStart, end: loadEnd },
+        machine,
+      })}\n`);
+    }
+  } finally {
+    for (const w of wans) await w.stop();
+    await pooler?.stop();
+    await pg.stop();
+  }
+}
+
+const kb = (b: number): string => `${(b / 1024).toFixed(1)} KiB`;
+const cell = (s: string, w: number): string => s.padStart(w);
+const ratio = (q: number, t: number): string => (t === 0 ? '-' : (q / t).toFixed(2));
+function row(out: string[], label: string, t: string, q: string, r = ''): void {
+  out.push(`    ${label.padEnd(44)}${cell(t, 14)}${cell(q, 17)}${cell(r, 11)}`);
+}
+
+function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult, scram: ColdStartResult): void {
+  out.push(`(a) cold start to first row (median of ${o.trials})            TCP+TLS         QUIC full        QUIC 0-RTT  0-RTT, pg startup`);
+  for (const [name, c] of [['trust', trust], ['SCRAM-SHA-256', scram]] as const) {
+    const f = (p: ColdPath): string => `${c.rtts[p].toFixed(2)} RTT ${c.ms[p].toFixed(0).padStart(4)} ms`;
+    out.push(`    ${name.padEnd(32)}${cell(f('tcpTls'), 18)}${cell(f('quic'), 18)}${cell(f('quic0rtt'), 18)}${cell(f('quic0rttPgStartup'), 18)}`);
+  }
+  const zr = trust.resumedEveryTime && scram.resumedEveryTime ? 'yes' : 'NO';
+  const ed = trust.earlyDataEveryTime && scram.earlyDataEveryTime ? 'yes' : 'NO';
+  out.push(`    0-RTT runs resumed: ${zr}; their StartupMessage left as early data: ${ed}`);
+  const pl = (c: ColdStartResult): string => `full ${c.pipelined.quic ? 'yes' : 'no'}, 0-RTT ${c.pipelined.quic0rtt ? 'yes' : 'no'}`;
+  out.push(`    first query sent behind the last login message (fast start): trust ${pl(trust)}; SCRAM ${pl(scram)}`);
+  out.push('    "0-RTT, pg startup": the same resumed connection with fastStart: false (the query waits for ReadyForQuery)');
+  out.push("    TCP: the emulator relays TCP in user space and accepts the connection locally, so the TCP handshake's own round trip is not emulated (a real path adds 1 RTT)");
+  out.push('');
+}
+
+function idleLines(out: string[], o: ClientBenchOptions, tcp: IdleResult, quic: IdleResult): void {
+  out.push(`(b) per idle session (${tcp.sessions} added, connected pg.Client)    TCP+TLS             QUIC   QUIC/TCP`);
+  row(out, 'client RSS', kb(tcp.rssBytesPerSession), kb(quic.rssBytesPerSession), ratio(quic.rssBytesPerSession, tcp.rssBytesPerSession));
+  row(out, '  of which V8 heap (JS objects)', kb(tcp.heapBytesPerSession), kb(quic.heapBytesPerSession), ratio(quic.heapBytesPerSession, tcp.heapBytesPerSession));
+  row(out, '  of which Buffers (memoryUsage().external)', kb(tcp.externalBytesPerSession), kb(quic.externalBytesPerSession));
+  row(out, 'kernel socket memory (sockstat mem, all ends)', kb(tcp.kernelBytesPerSession), kb(quic.kernelBytesPerSession));
+  row(out, 'total', kb(tcp.bytesPerSession), kb(quic.bytesPerSession), ratio(quic.bytesPerSession, tcp.bytesPerSession));
+  row(out, 'file descriptors (client)', tcp.fdsPerSession.toFixed(3), quic.fdsPerSession.toFixed(3));
+  row(out, 'sockets in use (system, sockstat inuse)', tcp.socketsPerSession.toFixed(3), quic.socketsPerSession.toFixed(3));
+  row(out, `client totals at ${o.sessions} sessions: fds / RSS`, `${tcp.fds} / ${(tcp.rssBytes / 2 ** 20).toFixed(0)} MiB`, `${quic.fds} / ${(quic.rssBytes / 2 ** 20).toFixed(0)} MiB`);
+  out.push(`    QUIC: ${o.quicConnections} connections x ${o.streamsPerConnection} streams; straight to the pooler (idle cost does not depend on the path)`);
+  out.push('');
+}
+
+function drainLines(out: string[], o: ClientBenchOptions, tcp: DrainCost, quic: DrainCost): void {
+  out.push(`(c) ${o.sessions} sessions x 1 query from nothing open             TCP+TLS             QUIC`);
+  row(out, 'time to drain', `${tcp.ms.toFixed(0)} ms`, `${quic.ms.toFixed(0)} ms`, ratio(quic.ms, tcp.ms));
+  row(out, 'client CPU', `${tcp.clientCpuMs} ms`, `${quic.clientCpuMs} ms`, ratio(quic.clientCpuMs, tcp.clientCpuMs));
+  const pc = (d: DrainCost): string => (d.poolerCpuMs === null ? '?' : `${d.poolerCpuMs} ms`);
+  row(out, 'pooler CPU', pc(tcp), pc(quic), tcp.poolerCpuMs === null || quic.poolerCpuMs === null ? '' : ratio(quic.poolerCpuMs, tcp.poolerCpuMs));
+  row(out, 'failed queries', String(tcp.failed), String(quic.failed));
+  if (tcp.firstError !== null) out.push(`    TCP+TLS first error: ${tcp.firstError}`);
+  if (quic.firstError !== null) out.push(`    QUIC first error: ${quic.firstError}`);
+  out.push(`    TCP+TLS: a pg.Pool of ${o.sessions}; QUIC: a QuicPool of ${o.sessions} over ${o.quicConnections} connections x ${o.streamsPerConnection} streams`);
+  out.push('');
+}

@@ -1,0 +1,67 @@
+// Printing a soak: one line per minute while it runs, a summary table at the end, and with --json
+// one JSON object as the last line.
+import type { SoakCounters } from './workload.js';
+import type { SoakSample, SoakVerdict } from './verdict.js';
+
+const mb = (x: number): string => `${x.toFixed(1)} MB`;
+
+export function minuteLine(s: SoakSample, faults: number, qps: number): string {
+  return [
+    `t=${String(Math.round(s.t)).padStart(5)}s`,
+    `rss ${mb(s.rssMb).padStart(9)}`,
+    `heap ${mb(s.heapUsedMb).padStart(9)}`,
+    `streams ${String(s.streams).padStart(3)}`,
+    `backends ${String(s.backends).padStart(3)}`,
+    `clients ${String(s.clients).padStart(3)}`,
+    `queries ${s.queries} (${qps.toFixed(0)}/s)`,
+    `errors ${s.errors} (unexpected ${s.unexpectedErrors})`,
+    `mismatches ${s.mismatches}`,
+    `faults ${faults}`,
+  ].join('  ');
+}
+
+export interface SoakSummary {
+  readonly minutes: number;
+  readonly samples: number;
+  readonly rssStartMb: number;
+  readonly rssEndMb: number;
+  readonly rssMaxMb: number;
+  readonly heapStartMb: number;
+  readonly heapEndMb: number;
+  readonly queries: number;
+  readonly byKind: SoakCounters['byKind'];
+  readonly errors: number;
+  readonly unexpectedErrors: number;
+  readonly mismatches: number;
+  readonly faults: Record<string, number>;
+  readonly faultsMissed: number;
+  readonly backendsMax: number;
+  readonly streamsMax: number;
+  readonly clientsMax: number;
+  readonly wanMeasuredRttMs: number | null;
+  readonly udpLost: number;
+  readonly verdict: SoakVerdict;
+  readonly lastUnexpectedErrors: readonly string[];
+}
+
+export function summaryTable(s: SoakSummary): string {
+  const rows: [string, string][] = [
+    ['duration', `${s.minutes} min, ${s.samples} samples`],
+    ['RSS start -> end (max)', `${mb(s.rssStartMb)} -> ${mb(s.rssEndMb)} (${mb(s.rssMaxMb)})`],
+    ['heap start -> end', `${mb(s.heapStartMb)} -> ${mb(s.heapEndMb)}`],
+    ['queries', `${s.queries} (simple ${s.byKind.simple}, extended ${s.byKind.extended}, prepared ${s.byKind.prepared}, transactions ${s.byKind.transaction})`],
+    ['errors', `${s.errors} (unexpected ${s.unexpectedErrors}), mismatches ${s.mismatches}`],
+    ['faults', `${Object.entries(s.faults).map(([k, v]) => `${k} ${v}`).join(', ')}; missed ${s.faultsMissed}`],
+    ['max backends / streams / clients', `${s.backendsMax} / ${s.streamsMax} / ${s.clientsMax}`],
+    ['WAN measured RTT (emulator)', s.wanMeasuredRttMs === null ? 'n/a' : `${s.wanMeasuredRttMs.toFixed(2)} ms; UDP datagrams lost ${s.udpLost}`],
+  ];
+  if (s.verdict.first !== null && s.verdict.last !== null) {
+    const f = s.verdict.first;
+    const l = s.verdict.last;
+    rows.push(['first third -> last third', `RSS mean ${mb(f.rssMbMean)} -> ${mb(l.rssMbMean)}, heap floor ${mb(f.heapUsedMbMin)} -> ${mb(l.heapUsedMbMin)}, `
+      + `${f.queriesPerSecond.toFixed(0)} -> ${l.queriesPerSecond.toFixed(0)} q/s, ${f.errorsPerMinute.toFixed(1)} -> ${l.errorsPerMinute.toFixed(1)} errors/min`]);
+  }
+  rows.push(['verdict', s.verdict.ok ? 'PASS: nothing grew without bound' : `FAIL: ${s.verdict.failures.join('; ')}`]);
+  const w = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n');
+}
