@@ -6,5 +6,8 @@ export default defineProject({
   test: {
     name: 'quicpool',
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    // Real processes and real Postgres on a 2-core machine: 5 s is too tight for them under load.
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
   },
 });
