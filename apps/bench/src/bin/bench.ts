@@ -8,10 +8,10 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { ClientConfig } from 'pg';
 import type { PostgresServer } from '@quicpool/pg-fixture';
 import { startPostgres } from '@quicpool/pg-fixture';
+import { parseCommandLine } from '../command-line.js';
 import { describeMachine, machineLine } from '../report/machine.js';
 import { variantFigures } from '../report/figures.js';
 import { writeReport } from '../report/write.js';
@@ -38,13 +38,13 @@ const OPTIONS = {
     'delay-ms': { type: 'string' },
   },
 } as const;
-const workerAt = process.argv.indexOf(WORKER_FLAG);
-const { values } = parseArgs(workerAt >= 0 ? { ...OPTIONS, args: [] } : OPTIONS);
-
-const tty = process.stdout.isTTY === true;
 const say = (line: string): void => {
   process.stdout.write(`${line}\n`);
 };
+const workerAt = process.argv.indexOf(WORKER_FLAG);
+const { values } = parseCommandLine('pnpm bench', workerAt >= 0 ? { ...OPTIONS, args: [] } : OPTIONS);
+
+const tty = process.stdout.isTTY === true;
 
 function selectScenarios(names: readonly string[] | undefined): Scenario[] {
   if (names === undefined || names.length === 0) return [...SCENARIOS];

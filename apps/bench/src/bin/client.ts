@@ -6,7 +6,7 @@
 // pooler worker (POOLER_FLAG) and idle-session worker (IDLE_FLAG) of its own runs.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../command-line.js';
 import { IDLE_FLAG, runIdleWorker } from '../client/idle-sessions.js';
 import type { IdleWorkerConfig } from '../client/idle-sessions.js';
 import { POOLER_FLAG, runPoolerWorker } from '../client/pooler-process.js';
@@ -27,7 +27,7 @@ if (poolerAt >= 0) {
     process.exit(1);
   }
 } else {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine('pnpm bench:client', {
     options: {
       json: { type: 'boolean', default: false },
       parts: { type: 'string', default: 'a,b,c' },

@@ -11,7 +11,7 @@
 // With --json the last line is one JSON object of the figures. This program is also the forked
 // quicpool worker of its own runs (WORKER_FLAG).
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../command-line.js';
 import { runLan } from '../lan/run-lan.js';
 import { runQuicpoolWorker, WORKER_FLAG } from '../lan/quicpool-process.js';
 import type { QuicpoolWorkerConfig } from '../lan/quicpool-process.js';
@@ -20,7 +20,7 @@ const workerAt = process.argv.indexOf(WORKER_FLAG);
 if (workerAt >= 0) {
   await runQuicpoolWorker(JSON.parse(process.argv[workerAt + 1] ?? '{}') as QuicpoolWorkerConfig);
 } else {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine('pnpm bench:lan', {
     options: {
       json: { type: 'boolean', default: false },
       quick: { type: 'boolean', default: false },

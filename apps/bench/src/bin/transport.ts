@@ -7,7 +7,7 @@
 // With --json the last line is one JSON object of the figures. This program also serves as the
 // forked worker of its own runs (WORKER_FLAG, and the QUIC bench's server flag).
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../command-line.js';
 import type { FirstResponseResult } from '../transport/first-response.js';
 import { measureFirstResponse } from '../transport/first-response.js';
 import type { PingPongResult } from '../transport/pingpong-harness.js';
@@ -27,7 +27,7 @@ if (process.argv.includes(WORKER_FLAG)) {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine('pnpm bench:transport', {
     options: {
       json: { type: 'boolean', default: false },
       duration: { type: 'string', default: '3000' },

@@ -15,7 +15,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../command-line.js';
 import { BackendDecoder } from '@quicpool/wire';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import { selectTruncStream, MESSAGES_PER_QUERY } from '../wire/fixture.js';
@@ -23,7 +23,7 @@ import { measure, splitChunks } from '../wire/measure.js';
 import { recordSelectTrunc } from '../wire/record.js';
 import type { Contender, Result } from '../wire/measure.js';
 
-const { values: args } = parseArgs({
+const { values: args } = parseCommandLine('pnpm bench:wire', {
   options: {
     json: { type: 'boolean', default: false },
     queries: { type: 'string', default: '4000' },
