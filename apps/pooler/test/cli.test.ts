@@ -66,9 +66,10 @@ describe('quicpool start (embedded PostgreSQL)', () => {
 
     const second = await startDaemon(args);
     try {
-      // Startup with the embedded PostgreSQL already initialised (spawn to banner, Node start included).
+      // Startup with the embedded PostgreSQL already initialised (spawn to banner, Node start
+      // included) is printed, not asserted: timing belongs to measurements, not to a test on a
+      // shared machine (the "under 2 s" figure is measured as the README says).
       process.stdout.write(`quicpool second start: ready ${Math.round(second.readyMs)} ms after spawn\n`);
-      expect(second.readyMs).toBeLessThan(4000);
       expect(/Connect:\s+(\S+)/.exec(second.output())?.[1]).toBe(url);
       const client = new pg.Client({ connectionString: url });
       await client.connect();
