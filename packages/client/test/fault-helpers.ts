@@ -1,49 +1,23 @@
 // Shared by the client fault tests: a login role of their own in the run's Postgres (counting its
 // rows in pg_stat_activity counts exactly the backends the test's pooler holds), and the check
 // that pooler and Postgres agree on them with none left inside a transaction.
-import pg from 'pg';
+import { asSuperuser, createTestRole, dropTestRole } from '@quicpool/pg-fixture';
+import type { TestRole } from '@quicpool/pg-fixture';
+import type pg from 'pg';
 import type { Pooler } from '@quicpool/pooler';
 import { pgInfo } from './helpers.js';
 
-export interface FaultRole {
-  readonly user: string;
-  readonly password: string;
+export interface FaultRole extends TestRole {
   readonly database: string;
-  /** Table `<user>_rows (worker int, n int, who text)`. */
-  readonly table: string;
 }
 
-export async function superuser<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ host: pgInfo.host, port: pgInfo.port, database: pgInfo.database, user: pgInfo.user, password: pgInfo.password });
-  c.on('error', () => undefined);
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
+export const superuser = <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => asSuperuser(pgInfo, fn);
 
 export async function createFaultRole(name: string): Promise<FaultRole> {
-  const role: FaultRole = { user: name, password: `pw-${name}`, database: pgInfo.database, table: `${name}_rows` };
-  await superuser(async (c) => {
-    await c.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [name]);
-    await c.query(`drop table if exists ${role.table}`);
-    await c.query(`drop role if exists ${name}`);
-    await c.query(`create role ${name} login password '${role.password}'`);
-    await c.query(`create table ${role.table} (worker int not null, n int not null, who text not null)`);
-    await c.query(`grant all on table ${role.table} to ${name}`);
-  });
-  return role;
+  return { ...(await createTestRole(pgInfo, name)), database: pgInfo.database };
 }
 
-export async function dropFaultRole(role: FaultRole): Promise<void> {
-  await superuser(async (c) => {
-    await c.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [role.user]);
-    await c.query(`drop table if exists ${role.table}`);
-    await c.query(`drop role if exists ${role.user}`);
-  });
-}
+export const dropFaultRole = (role: FaultRole): Promise<void> => dropTestRole(pgInfo, role);
 
 export async function backendStates(user: string): Promise<(string | null)[]> {
   return superuser(async (c) => (await c.query<{ state: string | null }>(

@@ -1,54 +1,12 @@
 // Shared by the fault tests: a login role of their own (so counting its rows in pg_stat_activity
 // counts exactly the backends the test's pooler opened, whatever other test files run at the same
 // time), backend counts from both sides, and polling.
-import pg from 'pg';
-import type { PgConnectionInfo } from '@quicpool/pg-fixture';
+import { asSuperuser, createTestRole, dropTestRole } from '@quicpool/pg-fixture';
+import type { PgConnectionInfo, TestRole } from '@quicpool/pg-fixture';
 import type { Pooler } from '../src/index.js';
 
-export interface FaultRole {
-  readonly user: string;
-  readonly password: string;
-  /** Table `<user>_rows (worker int, n int, who text)` the role may write. */
-  readonly table: string;
-}
-
-/** A direct superuser connection to the cluster (bypassing any pooler). */
-export const directConfig = (pg0: PgConnectionInfo): pg.ClientConfig => ({
-  host: pg0.host, port: pg0.port, database: pg0.database, user: pg0.user, password: pg0.password,
-});
-
-export async function superuser<T>(pg0: PgConnectionInfo, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client(directConfig(pg0));
-  c.on('error', () => undefined);
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
-
-/** Creates (or recreates) a SCRAM login role and its table; `name` must be unique per test file. */
-export async function createFaultRole(pg0: PgConnectionInfo, name: string): Promise<FaultRole> {
-  const role: FaultRole = { user: name, password: `pw-${name}`, table: `${name}_rows` };
-  await superuser(pg0, async (c) => {
-    await c.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [name]);
-    await c.query(`drop table if exists ${role.table}`);
-    await c.query(`drop role if exists ${name}`);
-    await c.query(`create role ${name} login password '${role.password}'`);
-    await c.query(`create table ${role.table} (worker int not null, n int not null, who text not null)`);
-    await c.query(`grant all on table ${role.table} to ${name}`);
-  });
-  return role;
-}
-
-export async function dropFaultRole(pg0: PgConnectionInfo, role: FaultRole): Promise<void> {
-  await superuser(pg0, async (c) => {
-    await c.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = $1`, [role.user]);
-    await c.query(`drop table if exists ${role.table}`);
-    await c.query(`drop role if exists ${role.user}`);
-  });
-}
+export type FaultRole = TestRole;
+export { asSuperuser as superuser, createTestRole as createFaultRole, dropTestRole as dropFaultRole };
 
 export interface BackendRow {
   readonly pid: number;
@@ -58,7 +16,7 @@ export interface BackendRow {
 
 /** The role's backends as Postgres sees them. */
 export function backendsOf(pg0: PgConnectionInfo, user: string): Promise<BackendRow[]> {
-  return superuser(pg0, async (c) => (await c.query<BackendRow>(
+  return asSuperuser(pg0, async (c) => (await c.query<BackendRow>(
     `select pid, state, query from pg_stat_activity where usename = $1 and backend_type = 'client backend' order by pid`, [user],
   )).rows);
 }

@@ -13,7 +13,8 @@ import type { SessionStream } from '@quicpool/transport';
 import { createPooler } from '../src/index.js';
 import type { Pooler } from '../src/index.js';
 import { pgInfo } from './pooler-helpers.js';
-import { bounded, eventually, prng, PROTOCOL_3_0, rawStartupPacket, RawSession, sleep, trustStartup, typedMessage } from './hostile-helpers.js';
+import { seededRandom } from '@quicpool/pg-fixture';
+import { bounded, eventually, PROTOCOL_3_0, rawStartupPacket, RawSession, sleep, trustStartup, typedMessage } from './hostile-helpers.js';
 import net from 'node:net';
 
 const SEED = Number(process.env.QUICPOOL_FUZZ_SEED ?? Date.now() % 0x7fffffff);
@@ -160,7 +161,7 @@ interface Outcome {
 
 /** Runs `n` fuzz sessions over streams from `open`; every session must end within 5 s of our FIN (TCP). */
 async function fuzz(n: number, seed: number, quic: boolean, open: () => Promise<SessionStream | net.Socket>): Promise<Outcome> {
-  const r = prng(seed);
+  const r = seededRandom(seed);
   const cases = Array.from({ length: n }, () => ({ c: fuzzCase(r), finish: int(r, 10), wait: int(r, 4) }));
   const codes = new Map<string, number>();
   let closedByPooler = 0;

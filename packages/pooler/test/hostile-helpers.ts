@@ -125,18 +125,6 @@ export function typedMessage(type: string | number, body: Buffer = Buffer.alloc(
   return b;
 }
 
-/** Seeded PRNG (mulberry32): the seed is printed, so a failing fuzz run can be replayed exactly. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Runs `n` tasks with at most `concurrency` at once. */
 export async function bounded(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = 0;

@@ -8,3 +8,6 @@ export { findPgbench, PGBENCH_MISSING } from './pgbench.js';
 export type { RunAs } from './binaries.js';
 export { startUdpFaultRelay } from './udp-fault-relay.js';
 export type { UdpFaultRelay } from './udp-fault-relay.js';
+export { seededRandom } from './seeded-random.js';
+export { asSuperuser, createTestRole, dropTestRole } from './test-role.js';
+export type { TestRole } from './test-role.js';

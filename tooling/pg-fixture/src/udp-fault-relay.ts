@@ -3,6 +3,7 @@
 // peer "vanishes": no close, no reset, just silence). Loopback only, port 0.
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
+import { seededRandom } from './seeded-random.js';
 
 export interface UdpFaultRelay {
   readonly port: number;
@@ -12,21 +13,9 @@ export interface UdpFaultRelay {
   close(): Promise<void>;
 }
 
-/** Mulberry32: a small seeded generator, so a loss pattern can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export async function startUdpFaultRelay(target: { host: string; port: number }, o: { loss?: number; seed?: number } = {}): Promise<UdpFaultRelay> {
   const loss = o.loss ?? 0;
-  const random = seeded(o.seed ?? 1);
+  const random = seededRandom(o.seed ?? 1);
   const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20, sendBufferSize: 4 << 20 });
   const upstreams = new Map<string, dgram.Socket>();
   const counters = { relayed: 0, dropped: 0 };

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import { DelayLine, seededRandom } from './delay-line.js';
+import { seededRandom } from '@quicpool/pg-fixture';
+import { DelayLine } from './delay-line.js';
 
 describe('DelayLine', () => {
   it('releases items in order, each about delayMs after it went in', async () => {

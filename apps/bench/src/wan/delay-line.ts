@@ -159,15 +159,3 @@ export class DelayLine<T> implements Sink<T> {
     }
   }
 }
-
-/** Seeded PRNG (mulberry32): loss decisions reproducible from the configured seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -4,7 +4,8 @@
 // benchmarks must report the RTT they measured, not the one they configured.
 import { performance } from 'node:perf_hooks';
 import type { DelayLineStats, Sink } from './delay-line.js';
-import { DelayLine, seededRandom } from './delay-line.js';
+import { seededRandom } from '@quicpool/pg-fixture';
+import { DelayLine } from './delay-line.js';
 import type { TcpRelay, TcpSegment } from './tcp-relay.js';
 import { createTcpRelay, deliverTcp } from './tcp-relay.js';
 import type { UdpDatagram, UdpRelay } from './udp-relay.js';
