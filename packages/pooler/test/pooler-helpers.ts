@@ -45,16 +45,7 @@ export async function startPooler(overrides: Partial<PoolerConfig> = {}): Promis
 }
 
 /** Connects a pg.Client, runs `fn`, always ends the client. */
-export async function withClient<T>(config: pg.ClientConfig, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client(config);
-  c.on('error', () => undefined);
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
+export { withPgClient as withClient } from '@quicpool/pg-fixture';
 
 /** The error a promise rejects with (fails the test when it resolves). */
 export async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {

@@ -9,5 +9,5 @@ export type { RunAs } from './binaries.js';
 export { startUdpFaultRelay } from './udp-fault-relay.js';
 export type { UdpFaultRelay } from './udp-fault-relay.js';
 export { seededRandom } from './seeded-random.js';
-export { asSuperuser, createTestRole, dropTestRole } from './test-role.js';
+export { asSuperuser, createTestRole, dropTestRole, withPgClient } from './test-role.js';
 export type { TestRole } from './test-role.js';

@@ -11,9 +11,9 @@ export interface TestRole {
   readonly table: string;
 }
 
-/** Runs `fn` on a direct superuser connection (bypassing any pooler); always ends it. */
-export async function asSuperuser<T>(pg0: PgConnectionInfo, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ host: pg0.host, port: pg0.port, database: pg0.database, user: pg0.user, password: pg0.password });
+/** Connects a pg.Client, runs `fn`, always ends the client. */
+export async function withPgClient<T>(config: pg.ClientConfig, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client(config);
   c.on('error', () => undefined);
   await c.connect();
   try {
@@ -21,6 +21,11 @@ export async function asSuperuser<T>(pg0: PgConnectionInfo, fn: (c: pg.Client) =
   } finally {
     await c.end().catch(() => undefined);
   }
+}
+
+/** Runs `fn` on a direct superuser connection (bypassing any pooler). */
+export function asSuperuser<T>(pg0: PgConnectionInfo, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  return withPgClient({ host: pg0.host, port: pg0.port, database: pg0.database, user: pg0.user, password: pg0.password }, fn);
 }
 
 /** Creates (or recreates) a SCRAM login role and its table; `name` must be unique per test file. */
