@@ -32,7 +32,11 @@ export async function writeChunked(stream: Duplex, data: Buffer, seed: number, m
     const size = Math.min(data.length - offset, 1 + Math.floor(next() * maxChunk));
     const more = stream.write(data.subarray(offset, offset + size));
     offset += size;
-    if (!more) await Promise.race([once(stream, 'drain'), once(stream, 'close')]);
+    if (!more) {
+      // Both waits' listeners go once either fires (events.once also listens for 'error').
+      const done = new AbortController();
+      await Promise.race([once(stream, 'drain', { signal: done.signal }), once(stream, 'close', { signal: done.signal })]).finally(() => done.abort());
+    }
     if (stream.destroyed) throw new Error('stream destroyed while writing');
   }
   stream.end();
