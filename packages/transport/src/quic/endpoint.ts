@@ -252,6 +252,7 @@ export class QuicEndpoint implements ConnectionHost {
   private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => {
     if (this.socketClosing) return; // the socket (or its handle, see fast-udp.ts) is going away
     this.counters.datagramsIn++;
+    this.flusher.noteDatagram();
     this.counters.bytesIn += msg.length;
     let c: QuicConnection | undefined;
     if ((msg[0]! & 0x80) === 0) {

@@ -16,6 +16,16 @@ const RING_SIZE = 1024;
 const MAX_PACKET = 1500;
 /** Packets built by quiche before they are handed to the socket (see `drain`). */
 const SEND_BATCH = 64;
+/**
+ * libuv reads at most 32 datagrams per readiness event of a UDP socket (`uv__udp_recvmsg`), then
+ * returns to the event loop, so a busy socket is read in slices of 32 with a check phase (our
+ * flush) after each. Flushing after every slice services each connection for only a packet or
+ * two when many connections share the socket; while slices come back full, the flush waits a few
+ * turns (the socket is read again at once: a pending immediate makes libuv poll without
+ * blocking) so that every connection's packets are handled together.
+ */
+const UV_UDP_READS_PER_EVENT = 32;
+const MAX_DEFERRED_TURNS = 4;
 
 export class Flusher {
   datagramsOut = 0;
@@ -26,6 +36,9 @@ export class Flusher {
   private ringIdx = 0;
   private readonly lens = new Int32Array(SEND_BATCH);
   private readonly tos: Host[] = new Array<Host>(SEND_BATCH);
+  /** Datagrams received since the last flush turn (see UV_UDP_READS_PER_EVENT). */
+  private rxThisTurn = 0;
+  private deferredTurns = 0;
 
   constructor(
     private readonly ackDelayMs: number,
@@ -47,12 +60,18 @@ export class Flusher {
   /** Flush synchronously (forced close: CONNECTION_CLOSE frames must leave before the socket goes). */
   flushNow(): void {
     this.flushScheduled = true;
+    this.rxThisTurn = 0;
     this.flush();
   }
 
   markDirty(c: QuicConnection): void {
     c.wantSend = true;
     this.markReceived(c);
+  }
+
+  /** The socket handed us one datagram (counted to tell a full read slice from a drained socket). */
+  noteDatagram(): void {
+    this.rxThisTurn++;
   }
 
   markReceived(c: QuicConnection): void {
@@ -66,6 +85,14 @@ export class Flusher {
   }
 
   private readonly flush = (): void => {
+    if (this.rxThisTurn >= UV_UDP_READS_PER_EVENT && this.deferredTurns < MAX_DEFERRED_TURNS) {
+      this.rxThisTurn = 0;
+      this.deferredTurns++;
+      setImmediate(this.flush);
+      return;
+    }
+    this.rxThisTurn = 0;
+    this.deferredTurns = 0;
     const list = this.dirtyList;
     this.dirtyList = [];
     const now = Date.now();
