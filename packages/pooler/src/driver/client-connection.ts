@@ -6,6 +6,7 @@ import type { RawMessage } from '@quicpool/wire';
 import { QuicSessionStream, upgradeToTls } from '@quicpool/transport';
 import type { SessionStream } from '@quicpool/transport';
 import type { Backend, BackendOwner } from '../backend/backend.js';
+import { readInto, SocketInput } from '../backend/socket-input.js';
 import { BackendLoginError } from '../backend/connect.js';
 import type { Pool, Waiter } from '../pool/pool.js';
 import { ClientSession } from '../session/client-session.js';
@@ -25,6 +26,8 @@ export class ClientConnection implements Waiter, BackendOwner {
   readonly session: ClientSession;
   private stream: SessionStream;
   private writer: BatchedWriter;
+  /** The stream's reads when it is read with a reused buffer (plain TCP), else null ('data' events). */
+  private input: SocketInput | null = null;
   private readonly decoder: FrontendDecoder;
   backend: Backend | null = null;
   private waitingForBackend = false;
@@ -66,20 +69,44 @@ export class ClientConnection implements Waiter, BackendOwner {
   }
 
   private bind(stream: SessionStream): void {
-    stream.on('data', this.onData);
+    // A plain TCP client is read like a server socket (backend/socket-input.ts): no 'data' events.
+    // Not when TLS may be negotiated: the upgrade takes over the raw socket's reads.
+    if (this.input === null && this.core.config.tls === undefined && stream instanceof net.Socket) {
+      const input = new SocketInput(this.onRead);
+      if (readInto(stream, input)) {
+        this.input = input;
+        stream.resume(); // flowing, as with a 'data' listener: the end of the stream is emitted
+      }
+    }
+    if (this.input === null) stream.on('data', this.onData);
     stream.on('end', this.onGone);
     stream.on('error', this.onGone);
     stream.on('close', this.onGone);
   }
 
   private unbind(stream: SessionStream): void {
-    stream.off('data', this.onData);
+    stream.off('data', this.onData); // (a stream read through `input` keeps calling onRead: it checks `closed`)
     stream.off('end', this.onGone);
     stream.off('error', this.onGone);
     stream.off('close', this.onGone);
   }
 
   private readonly onGone = (): void => this.dispatch({ type: 'clientClosed' });
+
+  /**
+   * A read into the input's reused buffer (see backend/socket-input.ts): onData writes out what it
+   * caused before returning, so the buffer is reused unless something still holds a view of it:
+   * a partial message in the decoder or a write that kept its bytes. Messages held while waiting
+   * for a backend (the common case when clients outnumber backends) are copied instead: they are
+   * small, a fresh read buffer is not.
+   */
+  private readonly onRead = (chunk: Buffer): void => {
+    if (this.closed) return; // draining after close: discarded
+    BatchedWriter.beginCycle();
+    this.onData(chunk);
+    if (this.session.pendingBytes > 0) this.session.copyPending();
+    if (!BatchedWriter.flushAll() || this.decoder.bufferedBytes > 0) this.input?.retain();
+  };
 
   private readonly onData = (chunk: Buffer): void => {
     this.receivedBytes += chunk.length;
