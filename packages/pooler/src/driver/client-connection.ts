@@ -16,6 +16,9 @@ import type { PoolerCore } from './pooler-core.js';
 
 type PauseReason = 'waiting' | 'backendFull' | 'tls';
 
+/** One bit per reason: checked per message and per transaction, so no Set. */
+const PAUSE_BIT: Readonly<Record<PauseReason, number>> = { waiting: 1, backendFull: 2, tls: 4 };
+
 /**
  * A client waiting for a backend is paused only once this much of its input is queued: a client
  * that sends one request and waits (the common case) costs no pause/resume per transaction.
@@ -38,7 +41,8 @@ export class ClientConnection implements Waiter, BackendOwner {
   /** The session threw once (malformed bytes found late): it got its 08P01; a second throw is a bug. */
   private broken = false;
   private closed = false;
-  private readonly pauses = new Set<PauseReason>();
+  /** The PAUSE_BITs of the reasons the client's stream is paused for (0: reading). */
+  private pauses = 0;
   private backendPaused: Backend | null = null;
   private readonly timers = new Map<SessionTimer, NodeJS.Timeout>();
   /** The (database, user) admission this session holds, released once on close. */
@@ -102,20 +106,18 @@ export class ClientConnection implements Waiter, BackendOwner {
    */
   private readonly onRead = (chunk: Buffer): void => {
     if (this.closed) return; // draining after close: discarded
-    BatchedWriter.beginCycle();
-    this.onData(chunk);
-    if (this.session.pendingBytes > 0) this.session.copyPending();
-    if (!BatchedWriter.flushAll() || this.decoder.bufferedBytes > 0) this.input?.retain();
+    if (!BatchedWriter.cycle(this.onData, chunk) || this.decoder.bufferedBytes > 0) this.input?.retain();
+    else if (this.session.pendingBytes > 0) this.session.copyPending();
   };
 
   private readonly onData = (chunk: Buffer): void => {
     this.receivedBytes += chunk.length;
     try {
       this.decoder.push(chunk);
-      for (let m = this.decoder.nextRaw(); m !== undefined && !this.closed && !this.pauses.has('tls'); m = this.decoder.nextRaw()) {
+      for (let m = this.decoder.nextRaw(); m !== undefined && !this.closed && !this.isPaused('tls'); m = this.decoder.nextRaw()) {
         this.onClientMessage(m);
       }
-      if (this.waitingForBackend && this.session.pendingBytes >= WAITING_PAUSE_BYTES && !this.pauses.has('waiting')) this.pause('waiting');
+      if (this.waitingForBackend && this.session.pendingBytes >= WAITING_PAUSE_BYTES && !this.isPaused('waiting')) this.pause('waiting');
     } catch (e) {
       this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
     }
@@ -180,7 +182,7 @@ export class ClientConnection implements Waiter, BackendOwner {
       case 'sendToBackend': {
         const b = this.backend;
         if (b === null) return;
-        if (!b.write(a.bytes) && !this.pauses.has('backendFull')) {
+        if (!b.write(a.bytes) && !this.isPaused('backendFull')) {
           this.pause('backendFull');
           b.socket.once('drain', () => this.resume('backendFull'));
         }
@@ -308,7 +310,7 @@ export class ClientConnection implements Waiter, BackendOwner {
     b.owner = this;
     this.backend = b;
     this.waitingForBackend = false;
-    if (this.pauses.has('waiting')) this.resume('waiting');
+    this.resume('waiting');
     this.dispatch({ type: 'backendAttached', backend: b });
   }
 
@@ -334,14 +336,20 @@ export class ClientConnection implements Waiter, BackendOwner {
     if (b !== null && b.state !== 'closed') b.socket.resume();
   }
 
+  private isPaused(reason: PauseReason): boolean {
+    return (this.pauses & PAUSE_BIT[reason]) !== 0;
+  }
+
   private pause(reason: PauseReason): void {
-    this.pauses.add(reason);
+    this.pauses |= PAUSE_BIT[reason];
     this.stream.pause();
   }
 
   private resume(reason: PauseReason): void {
-    if (!this.pauses.delete(reason)) return;
-    if (this.pauses.size === 0 && !this.closed) this.stream.resume();
+    const bit = PAUSE_BIT[reason];
+    if ((this.pauses & bit) === 0) return;
+    this.pauses &= ~bit;
+    if (this.pauses === 0 && !this.closed) this.stream.resume();
   }
 
   /** The 'query' timer runs exactly while requests are out: it times the pool's query totals. */
