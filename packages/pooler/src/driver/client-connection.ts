@@ -410,6 +410,9 @@ export class ClientConnection implements Waiter, BackendOwner {
   private startTls(): void {
     const tls = this.core.config.tls;
     if (tls === undefined) return;
+    // TLS was configured (reload) after this connection was accepted without it and bound to a
+    // reused read buffer, which the TLS socket cannot take over: end it (the client may retry).
+    if (this.input !== null) return this.dispatch({ type: 'clientClosed' });
     this.pause('tls');
     this.writer.flush();
     const raw = this.stream;
