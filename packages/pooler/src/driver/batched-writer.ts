@@ -10,8 +10,8 @@
 // Every writer with something collected is flushed by one shared end-of-turn callback, or earlier
 // by flushAll() or at the end of a read cycle (a socket read flushes before returning, to know
 // whether its read buffer may be reused: see backend/socket-input.ts). A flush "keeps" its bytes
-// unless they went to a plain TCP socket that wrote them at once (a TLS socket, a QUIC or memory stream, or a socket with a
-// backlog may hold on to the Buffer it was given).
+// unless they went to a plain TCP socket that wrote them at once (a TLS socket, a QUIC or memory
+// stream, or a socket with a backlog may hold on to the Buffer it was given).
 import net from 'node:net';
 import type { Writable } from 'node:stream';
 import tls from 'node:tls';
