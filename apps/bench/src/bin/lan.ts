@@ -1,12 +1,14 @@
 // `pnpm bench:lan`: pgbench -S direct vs through quicpool (TCP) vs through PgBouncer (when
 // installed), on loopback, in one run.
 //   node dist/bin/lan.js [--json] [--duration 20] [--quick] [--rounds 1] [--warmup 2] [--clients 50]
-//                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer]
+//                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer[,nodeForwarder]]
 //                        [--worker-flag --perf-basic-prof]... [--rate TPS]
 // --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
 // --baseline <path of another build's index.js>: that build of @quicpool/pooler is measured too, in every round
 // right after quicpoolTcp (target quicpoolBaseline): a before/after comparison under the same load.
 // POOLER_MODULE=<path> in the environment replaces the quicpoolTcp worker's build instead.
+// --targets may add nodeForwarder: a Node.js process that pipes each client connection to its own server
+// connection (no pooling, no parsing): a reference for what Node's sockets alone cost per transaction.
 // --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported (noisy machines). --profile: a V8 CPU profile of the quicpool worker into DIR.
 // With --json the last line is one JSON object of the figures. This program is also the forked
 // quicpool worker of its own runs (WORKER_FLAG).
@@ -56,7 +58,7 @@ if (workerAt >= 0) {
       rate: values.rate === undefined ? null : positive('rate', values.rate),
       baseline: values.baseline ?? null,
       targets: new Set(values.targets.split(',').map((t) => {
-        if (t !== 'direct' && t !== 'quicpoolTcp' && t !== 'pgbouncer') throw new Error(`--targets: unknown target ${t}`);
+        if (t !== 'direct' && t !== 'quicpoolTcp' && t !== 'pgbouncer' && t !== 'nodeForwarder') throw new Error(`--targets: unknown target ${t}`);
         return t;
       })),
       script: fileURLToPath(import.meta.url),

@@ -2,6 +2,8 @@
 // The bench program forks itself with WORKER_FLAG; the worker prints "PORT <n>" once listening
 // and closes on SIGTERM or when its stdin (held by the bench) ends.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
 import { createInterface } from 'node:readline';
 import { createPooler as builtInCreatePooler } from '@quicpool/pooler';
 import { listenTcp } from '@quicpool/transport';
@@ -9,6 +11,13 @@ import { listenTcp } from '@quicpool/transport';
 export const WORKER_FLAG = '--quicpool-worker';
 
 export interface QuicpoolWorkerConfig {
+  /**
+   * 'pooler' (default): quicpool. 'forwarder': a reference, not a pooler: each client connection
+   * gets its own server connection and the bytes are piped both ways by net.Socket, untouched. It
+   * shows what any Node.js process in the path costs here (its CPU per transaction is a floor for
+   * a pooler built on Node's sockets), so quicpool's figure can be read against it.
+   */
+  readonly kind?: 'pooler' | 'forwarder';
   readonly serverHost: string;
   readonly serverPort: number;
   readonly user: string;
@@ -24,6 +33,7 @@ export interface RunningQuicpool {
 
 /** The worker side: runs until SIGTERM. */
 export async function runQuicpoolWorker(config: QuicpoolWorkerConfig): Promise<void> {
+  if (config.kind === 'forwarder') return runForwarder(config);
   // A/B comparisons on a busy machine: POOLER_MODULE=/path/to/other/build/index.js runs that build
   // of @quicpool/pooler instead (e.g. the last commit's, built into a temp folder).
   const alt = process.env['POOLER_MODULE'];
@@ -39,6 +49,27 @@ export async function runQuicpoolWorker(config: QuicpoolWorkerConfig): Promise<v
   const stop = (): void => void pooler.close({ graceful: false }).finally(() => process.exit(0));
   process.once('SIGTERM', stop);
   // The bench holds our stdin open: if it dies, stdin ends and we go too (no orphaned pooler).
+  process.stdin.on('end', stop).resume();
+}
+
+/** The 'forwarder' worker: one server connection per client connection, bytes piped both ways. */
+async function runForwarder(config: QuicpoolWorkerConfig): Promise<void> {
+  const server = net.createServer({ noDelay: true }, (client) => {
+    const upstream = net.connect({ host: config.serverHost, port: config.serverPort, noDelay: true });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const close = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  process.stdout.write(`PORT ${(server.address() as net.AddressInfo).port}\n`);
+  const stop = (): void => process.exit(0);
+  process.once('SIGTERM', stop);
   process.stdin.on('end', stop).resume();
 }
 

@@ -35,7 +35,7 @@ export interface LanOptions {
   readonly script: string;
 }
 
-export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer' | 'quicpoolBaseline';
+export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer' | 'quicpoolBaseline' | 'nodeForwarder';
 
 export interface TargetRow {
   readonly target: TargetName;
@@ -83,7 +83,7 @@ export async function runLan(o: LanOptions): Promise<void> {
       const before = load1();
       const cpu0 = pid === null ? null : processCpuMicros(pid);
       // /proc/<pid>/io counts read()/write() only: Node's; PgBouncer's recv()/send() would show 0.
-      const countIo = (target === 'quicpoolTcp' || target === 'quicpoolBaseline') && pid !== null;
+      const countIo = (target === 'quicpoolTcp' || target === 'quicpoolBaseline' || target === 'nodeForwarder') && pid !== null;
       const io0 = countIo ? processSyscalls(pid) : null;
       const started = process.hrtime.bigint();
       const out = await runPgbench(pgbench, t, [...base, '-T', String(o.durationS), '-l', `--log-prefix=${join(logDir, prefix)}`], (o.durationS + 60) * 1000);
@@ -112,6 +112,7 @@ export async function runLan(o: LanOptions): Promise<void> {
     const qp = await startQuicpool(o.script, pooled, flags);
     log(`quicpool worker pid ${qp.pid}`);
     const baselineWorker = o.baseline === null ? null : await startQuicpool(o.script, pooled, o.workerFlags, o.baseline);
+    const forwarder = o.targets.has('nodeForwarder') ? await startQuicpool(o.script, { ...pooled, kind: 'forwarder' }) : null;
     try {
       const pb = pgbouncerBin === null || !o.targets.has('pgbouncer') ? null : await startPgbouncer(pgbouncerBin, pooled);
       pgbouncerVersion = pb?.version ?? null;
@@ -121,6 +122,7 @@ export async function runLan(o: LanOptions): Promise<void> {
           if (o.targets.has('quicpoolTcp')) await measure('quicpoolTcp', qp.port, qp.pid);
           if (baselineWorker !== null) await measure('quicpoolBaseline', baselineWorker.port, baselineWorker.pid);
           if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
+          if (forwarder !== null) await measure('nodeForwarder', forwarder.port, forwarder.pid);
         }
       } finally {
         await pb?.stop();
@@ -128,6 +130,7 @@ export async function runLan(o: LanOptions): Promise<void> {
     } finally {
       await qp.stop();
       await baselineWorker?.stop();
+      await forwarder?.stop();
     }
   } finally {
     rmSync(logDir, { recursive: true, force: true });
@@ -153,7 +156,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     `bench:lan  pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS}${o.rate === null ? '' : ` -R ${o.rate}`} (simple protocol), pool size ${o.poolSize}, transaction pooling, ${o.rounds} round(s)`,
     machine,
     '',
-    '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | pooler cores | read+write syscalls/tx (quicpool) | load avg 1m before/after |',
+    '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | pooler cores | read+write syscalls/tx (Node) | load avg 1m before/after |',
     '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map((r) =>
       `| ${r.round} | ${name(r.target)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
@@ -166,7 +169,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
   const ratio = median(ratios);
   lines.push('');
   lines.push(ratio === null
-    ? 'quicpool / PgBouncer tps: - (PgBouncer not installed)'
+    ? `quicpool / PgBouncer tps: - (PgBouncer ${o.targets.has('pgbouncer') ? 'not installed' : 'not measured'})`
     : `quicpool / PgBouncer tps: ${ratio.toFixed(2)}x${o.rounds > 1 ? ` (median of rounds: ${ratios.map((x) => f(x, 2)).join(', ')})` : ''} (target >= 0.75x: ${ratio >= 0.75 ? 'met' : 'NOT met'})`);
   if (o.baseline !== null) {
     const bq = median(of('quicpoolBaseline').map((r) => r.cpuUsPerTx));
@@ -177,9 +180,16 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     });
     lines.push(`quicpoolBaseline (${o.baseline}) / PgBouncer tps: ${f(median(bRatios), 2)}x; pooler CPU µs/tx (median) quicpoolTcp ${f(nq, 1)} vs quicpoolBaseline ${f(bq, 1)}`);
   }
+  const fwd = med('nodeForwarder', (r) => r.cpuUsPerTx);
+  if (fwd !== null) {
+    const q = med('quicpoolTcp', (r) => r.cpuUsPerTx);
+    lines.push(`nodeForwarder (reference: no pooling, bytes piped 1:1 by net.Socket): ${f(med('nodeForwarder', (r) => r.tps), 0)} tps, ${f(fwd, 1)} µs/tx; quicpool's CPU per transaction is ${q === null ? '-' : f(q / fwd, 2)}x that of a Node.js process that only moves the bytes`);
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
   if (o.json) {
-    const pick = (get: (r: TargetRow) => number | null) => ({ direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get) });
+    const pick = (get: (r: TargetRow) => number | null) => ({
+      direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get), nodeForwarder: med('nodeForwarder', get),
+    });
     const summary = {
       bench: 'lan',
       statistic: o.rounds > 1 ? 'median of rounds' : 'single round',
@@ -187,7 +197,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
       latencyMeanMs: pick((r) => r.latencyMeanMs),
       latencyP99Ms: pick((r) => r.latencyP99Ms),
       failed: pick((r) => r.failed),
-      cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx) },
+      cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx), nodeForwarder: fwd },
       cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
       quicpoolVsPgbouncerTps: ratio,
       baseline: o.baseline === null ? null : { module: o.baseline, tps: med('quicpoolBaseline', (r) => r.tps), cpuUsPerTx: med('quicpoolBaseline', (r) => r.cpuUsPerTx) },
