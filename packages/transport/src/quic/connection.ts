@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import type { Connection, Host, RecvInfo } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
 import { AppError, connectionClosedError } from './errors.js';
-import { QuicSessionStream, quicSessionInfo } from './stream.js';
+import { QuicSessionStream, quicSessionInfo, writeFin } from './stream.js';
 import type { StreamHost } from './stream.js';
 import { SeenIds, isCollected } from './stream-ids.js';
 import { LazyTimer } from './timer.js';
@@ -66,6 +66,8 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   readonly pendingWriteLimit: number;
   readonly scratch: Uint8Array;
   private readonly blocked = new Set<QuicSessionStream>();
+  /** Streams destroyed without error whose FIN is still to be written (see `finishLater`). */
+  private pendingFins: number[] = [];
   /** Smoothed number of streams that had data per flush (chooses polling vs iterating). */
   private activeEstimate = 0;
   private readonly seen = new SeenIds();
@@ -247,8 +249,18 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       }
       this.activeEstimate = (this.activeEstimate * 3 + active) / 4;
     }
+    // FINs go into quiche only here, after the reads and right before the flush builds packets
+    // (see QuicSessionStream.flushWrites).
     if (this.blocked.size > 0) this.retryBlockedWrites();
+    if (this.pendingFins.length > 0) this.writePendingFins();
     if (this.waiters.length > 0) this.grantWaiters();
+  }
+
+  private writePendingFins(): void {
+    const ids = this.pendingFins;
+    this.pendingFins = [];
+    for (const id of ids) writeFin(this.q, id);
+    this.ep.markDirty(this); // the packets must be built in this turn
   }
 
   /**
@@ -300,6 +312,10 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   }
   writeBlocked(s: QuicSessionStream): void {
     this.blocked.add(s);
+  }
+  finishLater(id: number): void {
+    this.pendingFins.push(id);
+    this.ep.markDirty(this);
   }
   readPaused(_s: QuicSessionStream, paused: boolean): void {
     // A paused stream stays readable in quiche; nothing to count: polling skips it by its flag.
@@ -509,6 +525,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     const streams = [...this.streams.values()];
     this.streams.clear();
     this.blocked.clear();
+    this.pendingFins.length = 0;
     for (const s of streams) s.connectionLost(err);
     const w = this.waiters;
     this.waiters = [];

@@ -20,6 +20,8 @@ export interface StreamHost {
   markDirty(): void;
   /** The stream has data or a FIN waiting for quiche to accept it. */
   writeBlocked(s: QuicSessionStream): void;
+  /** A destroyed stream closes gracefully: write its FIN at the next `service` (see `flushWrites`). */
+  finishLater(id: number): void;
   /** The stream's read side stopped pulling because the consumer is full. */
   readPaused(s: QuicSessionStream, paused: boolean): void;
   /** The stream is finished in both directions (or aborted): forget it. */
@@ -165,9 +167,10 @@ export class QuicSessionStream extends Duplex implements SessionStream {
   }
 
   override _final(cb: (err?: Error | null) => void): void {
+    // The FIN is written by the connection's next `service`, right before its packets are built
+    // (see `flushWrites`), never here.
     this.finalCb = cb;
     this.host.writeBlocked(this);
-    this.flushWrites();
     this.host.markDirty();
   }
 
@@ -176,7 +179,20 @@ export class QuicSessionStream extends Duplex implements SessionStream {
     return this.queuedBytes;
   }
 
-  /** Retries queued writes (and a pending FIN); returns true while something is still blocked. */
+  /**
+   * Retries queued writes (and a pending FIN); returns true while something is still blocked.
+   * Called only by the connection's `service`, after it fed quiche the turn's datagrams and read
+   * the streams, and followed by the flush that builds packets. The FIN must not be written
+   * anywhere else: quiche 0.18 counts a send side as complete once the final size is known and
+   * every byte below it is acknowledged, even if the FIN itself was never sent. A FIN written
+   * after all data was acknowledged completes the stream at once (when the peer's FIN was read
+   * too), and the next `stream_recv` reaching the peer's FIN or the next ACK for its data —
+   * both happen in `service` before packets are built — collects the stream and drops the
+   * unsent FIN with it: the peer never sees the end (test/quic-fin.test.ts). Written here, the
+   * FIN leaves in the packets built right after. Still exposed (quiche's to fix): a FIN that
+   * cannot be packetized in that flush (congestion window full, all data in flight), and a
+   * FIN-only packet lost after the stream was collected (quiche retransmits nothing for it).
+   */
   flushWrites(): boolean {
     const q = this.host.q;
     try {
@@ -198,6 +214,7 @@ export class QuicSessionStream extends Duplex implements SessionStream {
       if (this.queue.length === 0 && this.finalCb !== null && !this.writeEnded) {
         // A FIN is accepted only when quiche has room to buffer it; retry next flush otherwise.
         if (q.streamSend(this.id, EMPTY, true) === null) return true;
+        this.host.markDirty(); // the packets must be built in this turn (see above)
         this.writeEnded = true;
         const cb = this.finalCb;
         this.finalCb = null;
@@ -249,15 +266,15 @@ export class QuicSessionStream extends Duplex implements SessionStream {
       // destroy(err) aborts: RESET_STREAM for ours, STOP_SENDING for theirs. A plain destroy()
       // closes like net.Socket's: FIN after what quiche already holds (our unsent queue is
       // dropped, as a socket drops its userland buffer), so the peer reads EOF, not an error;
-      // STOP_SENDING tells it we read no more. A FIN quiche cannot take now becomes a reset.
+      // STOP_SENDING tells it we read no more. The FIN is written at the connection's next
+      // `service`, for the reason given at `flushWrites`; one quiche cannot take becomes a reset.
       const q = this.host.q;
       const code = AppError.StreamCancelled;
-      let finished = this.writeEnded;
-      if (err === null && !finished) {
-        try { finished = q.streamSend(this.id, EMPTY, true) !== null; } catch { finished = false; }
-      }
       if (!this.readEnded) try { q.streamShutdown(this.id, quiche.Shutdown.Read, code); } catch { /* already closed */ }
-      if (!finished) try { q.streamShutdown(this.id, quiche.Shutdown.Write, code); } catch { /* already closed */ }
+      if (!this.writeEnded) {
+        if (err === null) this.host.finishLater(this.id);
+        else try { q.streamShutdown(this.id, quiche.Shutdown.Write, code); } catch { /* already closed */ }
+      }
       this.host.markDirty();
     }
     this.readEnded = true;
@@ -294,6 +311,19 @@ export class QuicSessionStream extends Duplex implements SessionStream {
   setKeepAlive(_enable?: boolean, _initialDelay?: number): this { return this; }
   ref(): this { return this; }
   unref(): this { return this; }
+}
+
+/**
+ * Writes the FIN of a gracefully destroyed stream (the stream object is gone), at the point
+ * described at `flushWrites`; a FIN quiche cannot take becomes a reset, as a socket's close would.
+ */
+export function writeFin(q: Connection, id: number): void {
+  try {
+    if (q.streamSend(id, EMPTY, true) !== null) return;
+  } catch {
+    return; // stopped by the peer or already gone: nothing to finish
+  }
+  try { q.streamShutdown(id, quiche.Shutdown.Write, AppError.StreamCancelled); } catch { /* already closed */ }
 }
 
 function errMessage(err: unknown): string {
