@@ -1,8 +1,9 @@
 // `pnpm bench:transport`: what one 200-byte request/response costs over each transport, client
 // and server in separate processes (CPU µs per round trip per side, round trips/s, latency, RSS),
 // and how many round trips a client waits for its first response through a 15 ms WAN, fresh QUIC
-// connection against 0-RTT resumption.
-//   node dist/bin/transport.js [--json] [--duration 3000] [--warmup 1000] [--only tcp,quic,matrixai,first]
+// connection against 0-RTT resumption. Also this machine's floor for QUIC: quiche (through the
+// binding) alone in memory, and Node's UDP alone, per round trip per side.
+//   node dist/bin/transport.js [--json] [--duration 3000] [--warmup 1000] [--only tcp,quic,matrixai,first,floor]
 //                              [--matrixai 1x40[,1x1,...]]
 // With --json the last line is one JSON object of the figures. This program also serves as the
 // forked worker of its own runs (WORKER_FLAG, and the QUIC bench's server flag).
@@ -15,6 +16,7 @@ import { WORKER_FLAG, runPingPongWorker } from '../transport/pingpong-worker.js'
 import { runMatrixaiPingPong, matrixaiRoles } from '../transport/matrixai-pingpong.js';
 import { SERVER_FLAG, runQuicPingPong, runQuicPingPongServerChild } from '../transport/quic-pingpong.js';
 import { runTcpPingPong, tcpRoles } from '../transport/tcp-pingpong.js';
+import { quicheFloor, udpFloor } from '../transport/quic-floor.js';
 
 type Row = PingPongResult;
 
@@ -32,7 +34,7 @@ async function main(): Promise<void> {
       json: { type: 'boolean', default: false },
       duration: { type: 'string', default: '3000' },
       warmup: { type: 'string', default: '1000' },
-      only: { type: 'string', default: 'tcp,quic,matrixai,first' },
+      only: { type: 'string', default: 'tcp,quic,matrixai,first,floor' },
       // connections x streams for the @matrixai/quic high-level reference (keep streams < 1000).
       matrixai: { type: 'string', default: '1x40' },
     },
@@ -95,7 +97,26 @@ async function main(): Promise<void> {
     }
   }
 
+  let floor: Floor | null = null;
+  if (only.has('floor')) {
+    process.stderr.write('running floor (quiche alone, Node UDP alone) ...\n');
+    // 40 in flight, as in the 1x40 run: quiche's work per packet and the UDP syscalls, nothing of ours.
+    const quiche = round1(await quicheFloor(40));
+    const udp = round1(await udpFloor(40));
+    floor = { quicheUsPerRtPerSide: quiche, udpUsPerRtPerSide: udp, sumUsPerRtPerSide: round1(quiche + udp) };
+  }
+
   printTable(rows, durationMs);
+  const ratios = quicVsTcp(rows);
+  if (ratios.length > 0) {
+    console.log(`\nQUIC / TCP, CPU per round trip (both sides): ${ratios.map((r) => `${r.quic} vs tcp ${r.tcp}: ${r.ratio.toFixed(2)}x`).join('; ')}`);
+  }
+  if (floor !== null) {
+    console.log(
+      `Floor for QUIC on this machine, per round trip per side: quiche through the binding alone ${floor.quicheUsPerRtPerSide} µs ` +
+        `(two connections in memory, no sockets), Node UDP alone ${floor.udpUsPerRtPerSide} µs (one send + one receive): ${floor.sumUsPerRtPerSide} µs before any stream or endpoint work`,
+    );
+  }
   if (first !== null) {
     console.log(
       `\nFirst response through the WAN emulator (${first.configuredOneWayMs} ms one way, measured RTT ${first.measuredRttMs} ms, median of ${first.trials}):` +
@@ -104,7 +125,32 @@ async function main(): Promise<void> {
     );
   }
   for (const failure of failures) console.log(`not available: ${failure.label}: ${failure.error}`);
-  if (values.json) console.log(JSON.stringify(summary(rows, first, failures)));
+  if (values.json) console.log(JSON.stringify(summary(rows, first, floor, ratios, failures)));
+}
+
+interface Floor {
+  quicheUsPerRtPerSide: number;
+  udpUsPerRtPerSide: number;
+  sumUsPerRtPerSide: number;
+}
+
+/** Each QUIC scenario against the TCP run with as many concurrent sessions (and 1x40 against 40 sockets). */
+function quicVsTcp(rows: Row[]): Array<{ quic: string; tcp: string; ratio: number }> {
+  const cpu = (label: string): number | null => {
+    const r = rows.find((x) => x.label === label);
+    return r === undefined ? null : r.usPerRtClient + r.usPerRtServer;
+  };
+  const out: Array<{ quic: string; tcp: string; ratio: number }> = [];
+  for (const [quic, tcp] of [['1x40', '40'], ['50x40', '2000'], ['50x40', '40']] as const) {
+    const q = cpu(`quic ${quic}`);
+    const t = cpu(`tcp ${tcp}`);
+    if (q !== null && t !== null && t > 0) out.push({ quic, tcp, ratio: q / t });
+  }
+  return out;
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
 }
 
 function printTable(rows: Row[], durationMs: number): void {
@@ -129,7 +175,13 @@ function printTable(rows: Row[], durationMs: number): void {
 
 type Figures = { roundTripsPerSec: number; usPerRtClient: number; usPerRtServer: number; p50Us: number; p99Us: number; datagramsPerRt?: number };
 
-function summary(rows: Row[], first: FirstResponseResult | null, failures: Array<{ label: string; error: string }>): object {
+function summary(
+  rows: Row[],
+  first: FirstResponseResult | null,
+  floor: Floor | null,
+  ratios: Array<{ quic: string; tcp: string; ratio: number }>,
+  failures: Array<{ label: string; error: string }>,
+): object {
   const group = (prefix: string): Record<string, Figures> => {
     const out: Record<string, Figures> = {};
     for (const r of rows) {
@@ -150,6 +202,8 @@ function summary(rows: Row[], first: FirstResponseResult | null, failures: Array
     tcp: group('tcp'),
     matrixaiHighLevel: group('matrixai'),
     firstResponseRtts: first === null ? null : { full: first.full, zeroRtt: first.zeroRtt, measuredRttMs: first.measuredRttMs },
+    quicVsTcpCpu: Object.fromEntries(ratios.map((r) => [`quic ${r.quic} / tcp ${r.tcp}`, Math.round(r.ratio * 100) / 100])),
+    floor,
     notAvailable: failures,
   };
 }
