@@ -2,20 +2,8 @@
 // writing, reading to EOF, and waiting for a stream's error or close.
 import { once } from 'node:events';
 import type { Duplex } from 'node:stream';
+import { seededRandom as rng } from '@quicpool/pg-fixture';
 import type { SessionListener, SessionStream } from '../src/index.js';
-
-/** xorshift32: reproducible chunk sizes and payloads without a dependency. */
-export function rng(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state >>>= 0;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state / 0x1_0000_0000;
-  };
-}
 
 export function randomBytes(size: number, seed: number): Buffer {
   const next = rng(seed);
