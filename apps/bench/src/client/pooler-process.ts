@@ -2,10 +2,9 @@
 // listener), so the client process's RSS and file descriptors are the client's only. The bench
 // forks its own program with POOLER_FLAG; the worker prints "READY {json}" once listening and
 // stops on SIGTERM or when its stdin (held by the bench) ends.
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { createPooler } from '@quicpool/pooler';
 import { listenTls, QuicListener } from '@quicpool/transport';
+import { startWorkerProcess } from '../process/worker-process.js';
 
 export const POOLER_FLAG = '--client-bench-pooler';
 
@@ -61,32 +60,15 @@ export async function runPoolerWorker(config: PoolerWorkerConfig): Promise<void>
 }
 
 /** The bench side: forks `script` as the pooler worker and waits for its ports. */
-export function startPoolerProcess(script: string, config: PoolerWorkerConfig): Promise<RunningPooler> {
-  const child = spawn(process.execPath, [script, POOLER_FLAG, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('pooler worker did not start within 15 s'));
-    }, 15_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`pooler worker exited (${code ?? 'signal'}) before listening`));
-    });
-    createInterface({ input: child.stdout }).on('line', (line) => {
+export async function startPoolerProcess(script: string, config: PoolerWorkerConfig): Promise<RunningPooler> {
+  const w = await startWorkerProcess({
+    name: 'pooler worker',
+    args: [script, POOLER_FLAG, JSON.stringify(config)],
+    startTimeoutMs: 15_000,
+    ready: (line) => {
       const m = /^READY (.*)$/.exec(line);
-      if (m === null || child.pid === undefined) return;
-      clearTimeout(timer);
-      resolve({
-        ports: JSON.parse(m[1] ?? '{}') as PoolerPorts,
-        pid: child.pid,
-        async stop(): Promise<void> {
-          child.kill('SIGTERM');
-          const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          await exited;
-          clearTimeout(t);
-        },
-      });
-    });
+      return m === null ? null : (JSON.parse(m[1] ?? '{}') as PoolerPorts);
+    },
   });
+  return { ports: w.ready, pid: w.pid, stop: () => w.stop() };
 }

@@ -1,12 +1,11 @@
 // quicpool in its own child process (createPooler + listenTcp), so its CPU can be measured alone.
 // The bench program forks itself with WORKER_FLAG; the worker prints "PORT <n>" once listening
 // and closes on SIGTERM or when its stdin (held by the bench) ends.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
-import { createInterface } from 'node:readline';
 import { createPooler as builtInCreatePooler } from '@quicpool/pooler';
 import { listenTcp } from '@quicpool/transport';
+import { startWorkerProcess } from '../process/worker-process.js';
 
 export const WORKER_FLAG = '--quicpool-worker';
 
@@ -74,44 +73,23 @@ async function runForwarder(config: QuicpoolWorkerConfig): Promise<void> {
 }
 
 /** The bench side: forks `script` as a worker; `nodeFlags` e.g. ['--cpu-prof', '--cpu-prof-dir=x']. */
-export function startQuicpool(
+export async function startQuicpool(
   script: string,
   config: QuicpoolWorkerConfig,
   nodeFlags: readonly string[] = [],
   /** Another build of @quicpool/pooler to run (its index.js), or undefined for the bench's own. */
   poolerModule?: string,
 ): Promise<RunningQuicpool> {
-  const env = poolerModule === undefined ? process.env : { ...process.env, POOLER_MODULE: poolerModule };
-  const child = spawn(process.execPath, [...nodeFlags, script, WORKER_FLAG, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'], env });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('quicpool worker did not start within 10 s'));
-    }, 10_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`quicpool worker exited (${code ?? 'signal'}) before listening`));
-    });
-    const lines = createInterface({ input: child.stdout });
-    lines.on('line', (line) => {
+  const w = await startWorkerProcess({
+    name: config.kind === 'forwarder' ? 'Node forwarder worker' : 'quicpool worker',
+    args: [...nodeFlags, script, WORKER_FLAG, JSON.stringify(config)],
+    env: poolerModule === undefined ? process.env : { ...process.env, POOLER_MODULE: poolerModule },
+    startTimeoutMs: 10_000,
+    echo: true,
+    ready: (line) => {
       const m = /^PORT (\d+)$/.exec(line);
-      if (m === null) {
-        process.stderr.write(`${line}\n`); // e.g. V8 traces asked for with --worker-flag
-        return;
-      }
-      if (child.pid === undefined) return;
-      clearTimeout(timer);
-      resolve({
-        port: Number(m[1]),
-        pid: child.pid,
-        async stop(): Promise<void> {
-          child.kill('SIGTERM');
-          const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-          await exited;
-          clearTimeout(t);
-        },
-      });
-    });
+      return m === null ? null : Number(m[1]);
+    },
   });
+  return { port: w.ready, pid: w.pid, stop: () => w.stop() };
 }
