@@ -4,7 +4,10 @@
 // connection against 0-RTT resumption. Also this machine's floor for QUIC: quiche (through the
 // binding) alone in memory, and Node's UDP alone, per round trip per side.
 //   node dist/bin/transport.js [--json] [--duration 3000] [--warmup 1000] [--only tcp,quic,matrixai,first,floor]
-//                              [--matrixai 1x40[,1x1,...]]
+//                              [--matrixai 1x40[,1x1,...]] [--rounds 1]
+// --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every
+// figure in the table is the median of its N runs: single runs on this shared 2-core machine move
+// by 10-20%.
 // With --json the last line is one JSON object of the figures. This program also serves as the
 // forked worker of its own runs (WORKER_FLAG, and the QUIC bench's server flag).
 import { fileURLToPath } from 'node:url';
@@ -37,56 +40,63 @@ async function main(): Promise<void> {
       only: { type: 'string', default: 'tcp,quic,matrixai,first,floor' },
       // connections x streams for the @matrixai/quic high-level reference (keep streams < 1000).
       matrixai: { type: 'string', default: '1x40' },
+      rounds: { type: 'string', default: '1' },
     },
   });
   const durationMs = Number(values.duration);
   const warmupMs = Number(values.warmup);
   const only = new Set(values.only.split(','));
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number >= 1, got ${values.rounds}`);
   const script = fileURLToPath(import.meta.url);
-  const rows: Row[] = [];
+  const runs: Row[] = [];
   const failures: Array<{ label: string; error: string }> = [];
+  let round = 1;
   const attempt = async (label: string, run: () => Promise<Row>): Promise<void> => {
-    process.stderr.write(`running ${label} ...\n`);
+    process.stderr.write(`running ${label}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} ...\n`);
     try {
-      rows.push(await run());
+      runs.push(await run());
     } catch (error) {
       failures.push({ label, error: error instanceof Error ? error.message : String(error) });
     }
   };
 
-  if (only.has('tcp')) {
-    for (const sockets of [1, 40, 2000]) {
-      await attempt(`tcp ${sockets}`, () => runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: script }));
+  for (round = 1; round <= rounds; round++) {
+    if (only.has('tcp')) {
+      for (const sockets of [1, 40, 2000]) {
+        await attempt(`tcp ${sockets}`, () => runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: script }));
+      }
+    }
+    if (only.has('quic')) {
+      for (const [connections, streams] of [[1, 1], [1, 40], [50, 40]] as const) {
+        await attempt(`quic ${connections}x${streams}`, async () => {
+          const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: script });
+          return {
+            label: `quic ${r.scenario}`,
+            roundTrips: r.roundTrips,
+            roundTripsPerSec: r.roundTripsPerSec,
+            usPerRtClient: r.clientCpuUsPerRoundTrip,
+            usPerRtServer: r.serverCpuUsPerRoundTrip,
+            p50Us: r.p50Us,
+            p99Us: r.p99Us,
+            rssClientMB: r.clientRssMb,
+            rssServerMB: r.serverRssMb,
+            datagramsPerRt: r.datagramsPerRoundTrip,
+          };
+        });
+      }
+    }
+    if (only.has('matrixai')) {
+      for (const scenario of values.matrixai.split(',')) {
+        const [connections, streams] = scenario.split('x').map(Number);
+        if (connections === undefined || streams === undefined || !(connections > 0) || !(streams > 0)) throw new Error(`bad --matrixai ${scenario}`);
+        await attempt(`matrixai ${scenario}`, () =>
+          runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: script }),
+        );
+      }
     }
   }
-  if (only.has('quic')) {
-    for (const [connections, streams] of [[1, 1], [1, 40], [50, 40]] as const) {
-      await attempt(`quic ${connections}x${streams}`, async () => {
-        const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: script });
-        return {
-          label: `quic ${r.scenario}`,
-          roundTrips: r.roundTrips,
-          roundTripsPerSec: r.roundTripsPerSec,
-          usPerRtClient: r.clientCpuUsPerRoundTrip,
-          usPerRtServer: r.serverCpuUsPerRoundTrip,
-          p50Us: r.p50Us,
-          p99Us: r.p99Us,
-          rssClientMB: r.clientRssMb,
-          rssServerMB: r.serverRssMb,
-          datagramsPerRt: r.datagramsPerRoundTrip,
-        };
-      });
-    }
-  }
-  if (only.has('matrixai')) {
-    for (const scenario of values.matrixai.split(',')) {
-      const [connections, streams] = scenario.split('x').map(Number);
-      if (connections === undefined || streams === undefined || !(connections > 0) || !(streams > 0)) throw new Error(`bad --matrixai ${scenario}`);
-      await attempt(`matrixai ${scenario}`, () =>
-        runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: script }),
-      );
-    }
-  }
+  const rows = medianRows(runs);
   let first: FirstResponseResult | null = null;
   if (only.has('first')) {
     process.stderr.write('running first response through the WAN emulator ...\n');
@@ -106,7 +116,7 @@ async function main(): Promise<void> {
     floor = { quicheUsPerRtPerSide: quiche, udpUsPerRtPerSide: udp, sumUsPerRtPerSide: round1(quiche + udp) };
   }
 
-  printTable(rows, durationMs);
+  printTable(rows, durationMs, rounds);
   const ratios = quicVsTcp(rows);
   if (ratios.length > 0) {
     console.log(`\nQUIC / TCP, CPU per round trip (both sides): ${ratios.map((r) => `${r.quic} vs tcp ${r.tcp}: ${r.ratio.toFixed(2)}x`).join('; ')}`);
@@ -125,7 +135,7 @@ async function main(): Promise<void> {
     );
   }
   for (const failure of failures) console.log(`not available: ${failure.label}: ${failure.error}`);
-  if (values.json) console.log(JSON.stringify(summary(rows, first, floor, ratios, failures)));
+  if (values.json) console.log(JSON.stringify({ statistic: rounds > 1 ? `median of ${rounds} rounds` : 'single run', ...summary(rows, first, floor, ratios, failures) }));
 }
 
 interface Floor {
@@ -153,8 +163,37 @@ function round1(x: number): number {
   return Math.round(x * 10) / 10;
 }
 
-function printTable(rows: Row[], durationMs: number): void {
-  console.log(`Transport ping-pong, 200-byte request/response, client and server in separate processes, ${durationMs} ms window`);
+/** One row per label: each figure the median of that label's runs. */
+function medianRows(runs: Row[]): Row[] {
+  const labels = [...new Set(runs.map((r) => r.label))];
+  return labels.map((label) => {
+    const of = runs.filter((r) => r.label === label);
+    const med = (get: (r: Row) => number): number => {
+      const v = of.map(get).sort((a, b) => a - b);
+      const mid = v.length >> 1;
+      return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
+    };
+    const dgrams = of.every((r) => r.datagramsPerRt !== null) ? med((r) => r.datagramsPerRt ?? 0) : null;
+    return {
+      label,
+      roundTrips: med((r) => r.roundTrips),
+      roundTripsPerSec: Math.round(med((r) => r.roundTripsPerSec)),
+      usPerRtClient: round1(med((r) => r.usPerRtClient)),
+      usPerRtServer: round1(med((r) => r.usPerRtServer)),
+      p50Us: Math.round(med((r) => r.p50Us)),
+      p99Us: Math.round(med((r) => r.p99Us)),
+      rssClientMB: Math.round(med((r) => r.rssClientMB)),
+      rssServerMB: Math.round(med((r) => r.rssServerMB)),
+      datagramsPerRt: dgrams,
+    };
+  });
+}
+
+function printTable(rows: Row[], durationMs: number, rounds: number): void {
+  console.log(
+    `Transport ping-pong, 200-byte request/response, client and server in separate processes, ${durationMs} ms window` +
+      (rounds > 1 ? `, median of ${rounds} interleaved rounds` : ''),
+  );
   const header = ['run', 'rt/s', 'client µs/rt', 'server µs/rt', 'p50 µs', 'p99 µs', 'dgrams/rt', 'client RSS MB', 'server RSS MB'];
   const lines = rows.map((r) => [
     r.label,
