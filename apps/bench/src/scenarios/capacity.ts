@@ -3,11 +3,8 @@
 // closed loop (each session issues its next query when the previous returns) at a few session
 // counts; the best step wins. Load generator, node-postgres and Postgres share the same cores, as
 // in every other scenario, so this is the capacity of the whole set-up, not of Postgres alone.
-import { performance } from 'node:perf_hooks';
-import { runClosedLoop } from '../load/closed-loop.js';
 import { pgPoolVariant } from '../load/pg-pool-variant.js';
-import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
-import { latencySummary } from './run-variant.js';
+import { runClosedLoopVariant } from './run-variant.js';
 import type { Scenario, ScenarioContext, ScenarioResult, VariantRun } from './types.js';
 
 const WARMUP_MS = 500;
@@ -16,42 +13,8 @@ async function step(ctx: ScenarioContext, sessions: number, durationMs: number):
   const name = `closed-${sessions}`;
   const variant = pgPoolVariant({ name, sessions, connectionConfig: ctx.pg });
   try {
-    const openStart = performance.now();
-    await variant.open();
-    const openMs = performance.now() - openStart;
-    // Warm-up (JIT, Postgres plan cache, backends' first queries) is run but not recorded.
-    await runClosedLoop({ variant, recorder: new LoadRecorder(), workers: sessions, durationMs: WARMUP_MS });
-    const recorder = new LoadRecorder();
-    const expectedRows = Math.ceil(durationMs / 1000);
-    const sampler = new TelemetrySampler({
-      recorder,
-      onRow: (row, index) => ctx.onProgress({ scenario: 'capacity', variant: name, index, expectedRows, row }),
-    });
-    sampler.start();
-    const result = await runClosedLoop({ variant, recorder, workers: sessions, durationMs });
-    sampler.stop();
-    sampler.sample(); // the last partial second, so the rows add up to the totals
-    const totals = recorder.totals();
-    const qps = result.elapsedMs > 0 ? (result.completed * 1000) / result.elapsedMs : 0;
-    return {
-      qps,
-      run: {
-        scenario: 'capacity',
-        variant: name,
-        sessions,
-        rows: [...sampler.rows],
-        rampRows: sampler.rows.length,
-        offered: totals.issued,
-        issued: totals.issued,
-        processed: totals.processed,
-        failed: totals.failed,
-        failures: { ...recorder.failures },
-        latency: latencySummary(recorder.total),
-        rttMs: null,
-        openMs,
-        durationMs: result.elapsedMs,
-      },
-    };
+    const { run, completed } = await runClosedLoopVariant(ctx, { scenario: 'capacity', name, variant, workers: sessions, durationMs, warmupMs: WARMUP_MS });
+    return { qps: run.durationMs > 0 ? (completed * 1000) / run.durationMs : 0, run };
   } finally {
     await variant.close();
   }

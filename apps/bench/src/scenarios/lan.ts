@@ -6,14 +6,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { findPgbench, parseSummary, runPgbench } from '../lan/pgbench.js';
 import { findPgbouncer, startPgbouncer } from '../lan/pgbouncer.js';
-import { runClosedLoop } from '../load/closed-loop.js';
 import { pgPoolVariant } from '../load/pg-pool-variant.js';
 import { WORKLOAD_SQL } from '../load/variant.js';
-import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
-import { latencySummary, openFds } from './run-variant.js';
+import { runClosedLoopVariant } from './run-variant.js';
 import { pgTarget, POOL_SIZE, quicPlan, tcpPlan } from './stack/quicpool-plans.js';
 import type { PreparedVariant, Scenario, ScenarioContext, ScenarioResult, VariantRun } from './types.js';
 
@@ -25,40 +22,11 @@ type Target = 'direct' | 'quicpool-tcp' | 'quicpool-quic' | 'pgbouncer';
 async function measure(ctx: ScenarioContext, name: Target, prepared: PreparedVariant, durationMs: number): Promise<VariantRun> {
   const { variant } = prepared;
   try {
-    const openStart = performance.now();
-    await variant.open();
-    const openMs = performance.now() - openStart;
-    const fds = openFds();
-    await runClosedLoop({ variant, recorder: new LoadRecorder(), workers: variant.sessions, durationMs: WARMUP_MS });
-    const recorder = new LoadRecorder();
-    const expectedRows = Math.ceil(durationMs / 1000);
-    const sampler = new TelemetrySampler({
-      recorder,
-      poolerPid: prepared.poolerPid,
-      onRow: (row, index) => ctx.onProgress({ scenario: 'lan', variant: name, index, expectedRows, row }),
+    const { run } = await runClosedLoopVariant(ctx, {
+      scenario: 'lan', name, variant, workers: variant.sessions, durationMs, warmupMs: WARMUP_MS,
+      poolerPid: prepared.poolerPid, countFds: true,
     });
-    sampler.start();
-    const result = await runClosedLoop({ variant, recorder, workers: variant.sessions, durationMs });
-    sampler.stop();
-    sampler.sample();
-    const totals = recorder.totals();
-    return {
-      scenario: 'lan',
-      variant: name,
-      sessions: variant.sessions,
-      rows: [...sampler.rows],
-      rampRows: sampler.rows.length,
-      offered: totals.issued,
-      issued: totals.issued,
-      processed: totals.processed,
-      failed: totals.failed,
-      failures: { ...recorder.failures },
-      latency: latencySummary(recorder.total),
-      rttMs: null,
-      openMs,
-      durationMs: result.elapsedMs,
-      fds,
-    };
+    return run;
   } finally {
     await variant.close();
     await prepared.dispose();

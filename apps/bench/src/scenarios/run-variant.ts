@@ -1,7 +1,9 @@
 // Runs one variant under an open-loop ramp with 1 s telemetry, always closing what it opened.
 import { readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { runClosedLoop } from '../load/closed-loop.js';
 import { runOpenLoop } from '../load/open-loop.js';
+import type { ClientVariant } from '../load/variant.js';
 import type { Ramp } from '../load/schedule.js';
 import { offeredTotal } from '../load/schedule.js';
 import type { Histogram } from '../telemetry/histogram.js';
@@ -86,4 +88,61 @@ export function openFds(): number | null {
   } catch {
     return null;
   }
+}
+
+export interface ClosedLoopRunOptions {
+  readonly scenario: string;
+  readonly name: string;
+  readonly variant: ClientVariant;
+  /** Sessions issuing queries back to back. */
+  readonly workers: number;
+  readonly durationMs: number;
+  /** Run first and not recorded (JIT, Postgres plan cache, backends' first queries). */
+  readonly warmupMs: number;
+  /** The pooler's process, sampled by the telemetry (null: none). */
+  readonly poolerPid?: number | null;
+  /** Count the client's open file descriptors once every session is open. */
+  readonly countFds?: boolean;
+}
+
+/**
+ * Opens the variant (timed), warms it up, then runs a closed loop of `workers` sessions for
+ * `durationMs` with per-second telemetry. The caller closes the variant.
+ */
+export async function runClosedLoopVariant(ctx: ScenarioContext, o: ClosedLoopRunOptions): Promise<{ run: VariantRun; completed: number }> {
+  const openStart = performance.now();
+  await o.variant.open();
+  const openMs = performance.now() - openStart;
+  const fds = o.countFds === true ? openFds() : undefined;
+  await runClosedLoop({ variant: o.variant, recorder: new LoadRecorder(), workers: o.workers, durationMs: o.warmupMs });
+  const recorder = new LoadRecorder();
+  const expectedRows = Math.ceil(o.durationMs / 1000);
+  const sampler = new TelemetrySampler({
+    recorder,
+    poolerPid: o.poolerPid ?? null,
+    onRow: (row, index) => ctx.onProgress({ scenario: o.scenario, variant: o.name, index, expectedRows, row }),
+  });
+  sampler.start();
+  const result = await runClosedLoop({ variant: o.variant, recorder, workers: o.workers, durationMs: o.durationMs });
+  sampler.stop();
+  sampler.sample(); // the last partial second, so the rows add up to the totals
+  const totals = recorder.totals();
+  const run: VariantRun = {
+    scenario: o.scenario,
+    variant: o.name,
+    sessions: o.workers,
+    rows: [...sampler.rows],
+    rampRows: sampler.rows.length,
+    offered: totals.issued,
+    issued: totals.issued,
+    processed: totals.processed,
+    failed: totals.failed,
+    failures: { ...recorder.failures },
+    latency: latencySummary(recorder.total),
+    rttMs: null,
+    openMs,
+    durationMs: result.elapsedMs,
+    ...(fds !== undefined ? { fds } : {}),
+  };
+  return { run, completed: result.completed };
 }
