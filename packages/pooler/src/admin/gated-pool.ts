@@ -34,9 +34,9 @@ export class GatedPool extends Pool {
       this.held.add(w);
       return;
     }
+    const since = performance.now();
     super.acquire(w); // served synchronously (deliver) when a backend is idle
-    // Only a waiter that really queues reads the clock (acquire returns within microseconds).
-    if (this.isWaiting(w)) this.waitingSince.set(w, performance.now());
+    if (this.isWaiting(w)) this.waitingSince.set(w, since);
   }
 
   protected override deliver(w: Waiter, b: Backend): void {

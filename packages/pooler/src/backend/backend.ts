@@ -101,10 +101,10 @@ export class Backend {
    * a view of it: a partial message in the decoder, or a write that kept its bytes.
    */
   private onRead(chunk: Buffer, input: SocketInput): void {
-    if (!BatchedWriter.cycle(this.onChunk, chunk) || this.decoder.bufferedBytes > 0) input.retain();
+    BatchedWriter.beginCycle();
+    this.onData(chunk);
+    if (!BatchedWriter.flushAll() || this.decoder.bufferedBytes > 0) input.retain();
   }
-
-  private readonly onChunk = (chunk: Buffer): void => this.onData(chunk);
 
   private onData(chunk: Buffer): void {
     try {

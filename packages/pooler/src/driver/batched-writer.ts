@@ -8,10 +8,10 @@
 // are written as one view of that memory: no Buffer.concat, no copy.
 //
 // Every writer with something collected is flushed by one shared end-of-turn callback, or earlier
-// by flushAll() or at the end of a read cycle (a socket read flushes before returning, to know
-// whether its read buffer may be reused: see backend/socket-input.ts). A flush "keeps" its bytes
-// unless they went to a plain TCP socket that wrote them at once (a TLS socket, a QUIC or memory
-// stream, or a socket with a backlog may hold on to the Buffer it was given).
+// by flushAll() (a server read flushes before returning, to know whether its read buffer may be
+// reused: see backend/socket-input.ts). A flush "keeps" its bytes unless they went to a plain TCP
+// socket that wrote them at once (a TLS socket, a QUIC or memory stream, or a socket with a
+// backlog may hold on to the Buffer it was given).
 import net from 'node:net';
 import type { Writable } from 'node:stream';
 import tls from 'node:tls';
@@ -22,10 +22,8 @@ const FLUSH_AT = 256 * 1024;
 /** Writers with something collected (each once), flushed together. */
 const dirty: BatchedWriter[] = [];
 let flushScheduled = false;
-/** A flush during the current read cycle may have left its bytes referenced by the stream. */
+/** A flush since beginCycle() may have left its bytes referenced by the stream. */
 let kept = false;
-/** Read cycles running (see BatchedWriter.cycle): their writes are flushed by the cycle itself. */
-let cycles = 0;
 
 function flushDirty(): void {
   flushScheduled = false;
@@ -57,29 +55,15 @@ export class BatchedWriter {
   private runFirst: Buffer | null = null;
   private runLength = 0;
 
-  /**
-   * Runs `fn(arg)`, the processing of one read, and flushes everything it wrote before returning
-   * (instead of at the end of the turn; its writes schedule no end-of-turn flush). True when no
-   * flush left its bytes referenced: the buffer the read went into may be reused.
-   */
-  static cycle<T>(fn: (arg: T) => void, arg: T): boolean {
-    const outerKept = kept;
+  /** Starts watching whether flushes keep their bytes referenced (see flushAll). */
+  static beginCycle(): void {
     kept = false;
-    cycles++;
-    try {
-      fn(arg);
-    } finally {
-      cycles--;
-      if (dirty.length > 0) flushDirty();
-    }
-    const released = !kept;
-    kept ||= outerKept;
-    return released;
   }
 
-  /** Flushes every writer now. */
-  static flushAll(): void {
+  /** Flushes every writer now; true when no flush since beginCycle() left its bytes referenced. */
+  static flushAll(): boolean {
     if (dirty.length > 0) flushDirty();
+    return !kept;
   }
 
   /** False when the stream's buffer is full (the caller should stop its producer until 'drain'). */
@@ -99,7 +83,7 @@ export class BatchedWriter {
     } else if (!this.queued) {
       this.queued = true;
       dirty.push(this);
-      if (!flushScheduled && cycles === 0) {
+      if (!flushScheduled) {
         flushScheduled = true;
         process.nextTick(flushDirty);
       }

@@ -6,7 +6,6 @@ import type { RawMessage } from '@quicpool/wire';
 import { QuicSessionStream, upgradeToTls } from '@quicpool/transport';
 import type { SessionStream } from '@quicpool/transport';
 import type { Backend, BackendOwner } from '../backend/backend.js';
-import { readInto, SocketInput } from '../backend/socket-input.js';
 import { BackendLoginError } from '../backend/connect.js';
 import type { Pool, Waiter } from '../pool/pool.js';
 import { ClientSession } from '../session/client-session.js';
@@ -15,9 +14,6 @@ import { BatchedWriter } from './batched-writer.js';
 import type { PoolerCore } from './pooler-core.js';
 
 type PauseReason = 'waiting' | 'backendFull' | 'tls';
-
-/** One bit per reason: checked per message and per transaction, so no Set. */
-const PAUSE_BIT: Readonly<Record<PauseReason, number>> = { waiting: 1, backendFull: 2, tls: 4 };
 
 /**
  * A client waiting for a backend is paused only once this much of its input is queued: a client
@@ -29,8 +25,6 @@ export class ClientConnection implements Waiter, BackendOwner {
   readonly session: ClientSession;
   private stream: SessionStream;
   private writer: BatchedWriter;
-  /** The stream's reads when it is read with a reused buffer (plain TCP), else null ('data' events). */
-  private input: SocketInput | null = null;
   private readonly decoder: FrontendDecoder;
   backend: Backend | null = null;
   private waitingForBackend = false;
@@ -41,8 +35,7 @@ export class ClientConnection implements Waiter, BackendOwner {
   /** The session threw once (malformed bytes found late): it got its 08P01; a second throw is a bug. */
   private broken = false;
   private closed = false;
-  /** The PAUSE_BITs of the reasons the client's stream is paused for (0: reading). */
-  private pauses = 0;
+  private readonly pauses = new Set<PauseReason>();
   private backendPaused: Backend | null = null;
   private readonly timers = new Map<SessionTimer, NodeJS.Timeout>();
   /** The (database, user) admission this session holds, released once on close. */
@@ -73,23 +66,14 @@ export class ClientConnection implements Waiter, BackendOwner {
   }
 
   private bind(stream: SessionStream): void {
-    // A plain TCP client is read like a server socket (backend/socket-input.ts): no 'data' events.
-    // Not when TLS may be negotiated: the upgrade takes over the raw socket's reads.
-    if (this.input === null && this.core.config.tls === undefined && stream instanceof net.Socket) {
-      const input = new SocketInput(this.onRead);
-      if (readInto(stream, input)) {
-        this.input = input;
-        stream.resume(); // flowing, as with a 'data' listener: the end of the stream is emitted
-      }
-    }
-    if (this.input === null) stream.on('data', this.onData);
+    stream.on('data', this.onData);
     stream.on('end', this.onGone);
     stream.on('error', this.onGone);
     stream.on('close', this.onGone);
   }
 
   private unbind(stream: SessionStream): void {
-    stream.off('data', this.onData); // (a stream read through `input` keeps calling onRead: it checks `closed`)
+    stream.off('data', this.onData);
     stream.off('end', this.onGone);
     stream.off('error', this.onGone);
     stream.off('close', this.onGone);
@@ -97,27 +81,14 @@ export class ClientConnection implements Waiter, BackendOwner {
 
   private readonly onGone = (): void => this.dispatch({ type: 'clientClosed' });
 
-  /**
-   * A read into the input's reused buffer (see backend/socket-input.ts): onData writes out what it
-   * caused before returning, so the buffer is reused unless something still holds a view of it:
-   * a partial message in the decoder or a write that kept its bytes. Messages held while waiting
-   * for a backend (the common case when clients outnumber backends) are copied instead: they are
-   * small, a fresh read buffer is not.
-   */
-  private readonly onRead = (chunk: Buffer): void => {
-    if (this.closed) return; // draining after close: discarded
-    if (!BatchedWriter.cycle(this.onData, chunk) || this.decoder.bufferedBytes > 0) this.input?.retain();
-    else if (this.session.pendingBytes > 0) this.session.copyPending();
-  };
-
   private readonly onData = (chunk: Buffer): void => {
     this.receivedBytes += chunk.length;
     try {
       this.decoder.push(chunk);
-      for (let m = this.decoder.nextRaw(); m !== undefined && !this.closed && !this.isPaused('tls'); m = this.decoder.nextRaw()) {
+      for (let m = this.decoder.nextRaw(); m !== undefined && !this.closed && !this.pauses.has('tls'); m = this.decoder.nextRaw()) {
         this.onClientMessage(m);
       }
-      if (this.waitingForBackend && this.session.pendingBytes >= WAITING_PAUSE_BYTES && !this.isPaused('waiting')) this.pause('waiting');
+      if (this.waitingForBackend && this.session.pendingBytes >= WAITING_PAUSE_BYTES && !this.pauses.has('waiting')) this.pause('waiting');
     } catch (e) {
       this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
     }
@@ -182,7 +153,7 @@ export class ClientConnection implements Waiter, BackendOwner {
       case 'sendToBackend': {
         const b = this.backend;
         if (b === null) return;
-        if (!b.write(a.bytes) && !this.isPaused('backendFull')) {
+        if (!b.write(a.bytes) && !this.pauses.has('backendFull')) {
           this.pause('backendFull');
           b.socket.once('drain', () => this.resume('backendFull'));
         }
@@ -310,7 +281,7 @@ export class ClientConnection implements Waiter, BackendOwner {
     b.owner = this;
     this.backend = b;
     this.waitingForBackend = false;
-    this.resume('waiting');
+    if (this.pauses.has('waiting')) this.resume('waiting');
     this.dispatch({ type: 'backendAttached', backend: b });
   }
 
@@ -336,20 +307,14 @@ export class ClientConnection implements Waiter, BackendOwner {
     if (b !== null && b.state !== 'closed') b.socket.resume();
   }
 
-  private isPaused(reason: PauseReason): boolean {
-    return (this.pauses & PAUSE_BIT[reason]) !== 0;
-  }
-
   private pause(reason: PauseReason): void {
-    this.pauses |= PAUSE_BIT[reason];
+    this.pauses.add(reason);
     this.stream.pause();
   }
 
   private resume(reason: PauseReason): void {
-    const bit = PAUSE_BIT[reason];
-    if ((this.pauses & bit) === 0) return;
-    this.pauses &= ~bit;
-    if (this.pauses === 0 && !this.closed) this.stream.resume();
+    if (!this.pauses.delete(reason)) return;
+    if (this.pauses.size === 0 && !this.closed) this.stream.resume();
   }
 
   /** The 'query' timer runs exactly while requests are out: it times the pool's query totals. */
@@ -410,9 +375,6 @@ export class ClientConnection implements Waiter, BackendOwner {
   private startTls(): void {
     const tls = this.core.config.tls;
     if (tls === undefined) return;
-    // TLS was configured (reload) after this connection was accepted without it and bound to a
-    // reused read buffer, which the TLS socket cannot take over: end it (the client may retry).
-    if (this.input !== null) return this.dispatch({ type: 'clientClosed' });
     this.pause('tls');
     this.writer.flush();
     const raw = this.stream;

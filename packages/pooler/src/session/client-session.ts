@@ -85,8 +85,6 @@ export class ClientSession {
   private pending: Buffer[] = [];
   /** Their total size (the driver stops reading the client when too much waits). */
   private pendingSize = 0;
-  /** How many of `pending` (from the first) are copies of their own (see copyPending). */
-  private pendingCopied = 0;
   /** The other of the two `pending` arrays (swapped at attach: none allocated per transaction). */
   private spare: Buffer[] = [];
   /** Requests (Query, Sync, FunctionCall) answered by ReadyForQuery, since the session started. */
@@ -131,16 +129,6 @@ export class ClientSession {
   /** Bytes of client messages waiting for a backend. */
   get pendingBytes(): number {
     return this.pendingSize;
-  }
-
-  /**
-   * The held client messages stop referring to the memory they were read into (the driver is
-   * about to reuse it): each is copied, once.
-   */
-  copyPending(): void {
-    const pending = this.pending;
-    for (let i = this.pendingCopied; i < pending.length; i++) pending[i] = Buffer.from(pending[i]!);
-    this.pendingCopied = pending.length;
   }
 
   /** Named prepared statements the client has (transaction pooling). */
@@ -440,7 +428,6 @@ export class ClientSession {
     const pending = this.pending;
     this.pending = this.spare;
     this.pendingSize = 0;
-    this.pendingCopied = 0;
     for (let i = 0; i < pending.length; i++) {
       const bytes = pending[i]!;
       this.forward(bytes[0]!, bytes);
@@ -540,7 +527,6 @@ export class ClientSession {
     this.phase = 'closed';
     this.pending = [];
     this.pendingSize = 0;
-    this.pendingCopied = 0;
     this.emit(TIMER.clientIdle.off);
     this.emit(TIMER.idleInTransaction.off);
     this.emit(TIMER.query.off);
