@@ -144,7 +144,7 @@ interface Floor {
   sumUsPerRtPerSide: number;
 }
 
-/** Each QUIC scenario against the TCP run with as many concurrent sessions (and 1x40 against 40 sockets). */
+/** Each QUIC scenario against the TCP run with as many concurrent sessions, and 50x40 also against 40 sockets. */
 function quicVsTcp(rows: Row[]): Array<{ quic: string; tcp: string; ratio: number }> {
   const cpu = (label: string): number | null => {
     const r = rows.find((x) => x.label === label);

@@ -1,6 +1,7 @@
-// quicpool in its own child process (createPooler + listenTcp), so its CPU can be measured alone.
-// The bench program forks itself with WORKER_FLAG; the worker prints "PORT <n>" once listening
-// and closes on SIGTERM or when its stdin (held by the bench) ends.
+// quicpool in its own child process (createPooler + listenTcp), so its CPU can be measured alone;
+// the same worker can instead run the Node.js forwarder that bench:lan uses as a reference. The
+// bench program forks itself with WORKER_FLAG; the worker prints "PORT <n>" once listening and
+// closes on SIGTERM or when its stdin (held by the bench) ends.
 import { once } from 'node:events';
 import net from 'node:net';
 import { createPooler as builtInCreatePooler } from '@quicpool/pooler';

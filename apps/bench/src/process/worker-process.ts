@@ -1,7 +1,7 @@
-// A helper process of a benchmark (a pooler, a WAN emulator, PgBouncer's peers...) started by the
-// bench and waited for: it announces readiness with one line on stdout; until then its other
-// lines are dropped or, with `echo`, passed to our stderr. The bench holds the child's stdin, so a child that watches it
-// ends with the bench even if the bench dies; stop() sends SIGTERM, then SIGKILL after 5 s.
+// A helper process of a benchmark (a pooler worker, the WAN emulator) that the bench starts and
+// waits for: it announces readiness with one line on stdout; its other stdout lines are dropped,
+// or with `echo` passed to our stderr. The bench holds the child's stdin, so a child that watches
+// it ends with the bench even if the bench dies; stop() sends SIGTERM, then SIGKILL after 5 s.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
