@@ -1,8 +1,8 @@
 // What a process and the kernel hold: this process's RSS and open file descriptors, and the
 // kernel's socket buffer memory and socket counts from /proc/net/sockstat (system-wide, so both
 // ends of a loopback connection count). Linux only.
-import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { getconfNumber } from '../telemetry/proc.js';
 
 export interface SockstatLine {
   readonly inuse: number;
@@ -28,16 +28,9 @@ export function parseSockstat(text: string): Sockstat {
   return { tcp: line('TCP'), udp: line('UDP') };
 }
 
-let pageSize: number | null = null;
+/** Bytes per memory page (what /proc/net/sockstat's `mem` counts in). */
 export function pageBytes(): number {
-  if (pageSize !== null) return pageSize;
-  try {
-    const v = Number(execFileSync('getconf', ['PAGESIZE'], { encoding: 'utf8', timeout: 2_000 }).trim());
-    pageSize = Number.isFinite(v) && v > 0 ? v : 4096;
-  } catch {
-    pageSize = 4096;
-  }
-  return pageSize;
+  return getconfNumber('PAGESIZE', 4096);
 }
 
 export interface MemorySample {

@@ -1,21 +1,7 @@
 // CPU time of one process (user + system, all its threads) from /proc/<pid>/stat, so a pooler's
 // cost per transaction can be measured from outside without instrumenting it.
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-
-let ticksPerSecond: number | null = null;
-
-/** Clock ticks per second of /proc's utime/stime (USER_HZ, nearly always 100). */
-function clockTicks(): number {
-  if (ticksPerSecond === null) {
-    try {
-      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      ticksPerSecond = 100;
-    }
-  }
-  return ticksPerSecond;
-}
+import { clockTicksPerSecond, parseStatCpuTicks } from '../telemetry/proc.js';
 
 /** utime + stime of `pid` in microseconds, or null when the process (or /proc) is not there. */
 export function processCpuMicros(pid: number): number | null {
@@ -25,13 +11,8 @@ export function processCpuMicros(pid: number): number | null {
   } catch {
     return null;
   }
-  // The command name (field 2) is in parentheses and may contain spaces: parse after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After the name, field 3 (state) is index 0, so utime (14) is index 11 and stime (15) index 12.
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-  return ((utime + stime) * 1e6) / clockTicks();
+  const ticks = parseStatCpuTicks(stat);
+  return ticks === null ? null : (ticks * 1e6) / clockTicksPerSecond();
 }
 
 /** Read and write syscalls `pid` has made so far (/proc/<pid>/io), or null when not readable. */

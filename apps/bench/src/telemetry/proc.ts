@@ -10,18 +10,25 @@ export interface ProcSample {
   rssBytes: number;
 }
 
-let clockTicks: number | null = null;
+const confCache = new Map<string, number>();
+
+/** A positive number from `getconf NAME` (memoized), or `fallback` when it cannot be read. */
+export function getconfNumber(name: string, fallback: number): number {
+  let value = confCache.get(name);
+  if (value !== undefined) return value;
+  try {
+    value = Number(execFileSync('getconf', [name], { encoding: 'utf8', timeout: 2000 }).trim());
+    if (!Number.isFinite(value) || value <= 0) value = fallback;
+  } catch {
+    value = fallback;
+  }
+  confCache.set(name, value);
+  return value;
+}
 
 /** Kernel clock ticks per second (USER_HZ), what /proc/<pid>/stat counts CPU time in. */
 export function clockTicksPerSecond(): number {
-  if (clockTicks !== null) return clockTicks;
-  try {
-    const value = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 2000 }).trim());
-    clockTicks = Number.isFinite(value) && value > 0 ? value : 100;
-  } catch {
-    clockTicks = 100; // the value on every mainstream Linux architecture
-  }
-  return clockTicks;
+  return getconfNumber('CLK_TCK', 100); // 100: the value on every mainstream Linux architecture
 }
 
 /**
