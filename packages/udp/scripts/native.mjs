@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// Builds the Node-API module (build/Release/udp.node) with node-gyp.
+//
+//   node scripts/native.mjs build     the monorepo's `build`: rebuild when the C source or binding.gyp
+//                                      is newer than the module; a failure fails the build
+//   node scripts/native.mjs install   a package install: nothing to do when a prebuilt binary for this
+//                                      platform is shipped (prebuilds/) or a build exists; otherwise
+//                                      build from source. Never fails the install: without the module
+//                                      @quicpool/transport uses node:dgram and says so once
+//   --force                            rebuild in any case
+//
+// Headers: when this Node's own headers are installed beside it (<prefix>/include/node, as on
+// Debian's nodejs), node-gyp is pointed at them (`--nodedir`) and needs no download.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const mode = process.argv[2] ?? 'build';
+const force = process.argv.includes('--force');
+const output = join(root, 'build', 'Release', 'udp.node');
+const sources = [join(root, 'binding.gyp'), join(root, 'src', 'native', 'udp.c')];
+
+const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : -1);
+
+function prebuiltFits() {
+  const dir = join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+  return existsSync(dir) && readdirSync(dir).some((f) => f.endsWith('.node'));
+}
+
+function nodeGyp() {
+  const require = createRequire(import.meta.url);
+  try {
+    return require.resolve('node-gyp/bin/node-gyp.js');
+  } catch {
+    // not a dependency here (an installed package): npm's own copy
+  }
+  if (process.env.npm_config_node_gyp && existsSync(process.env.npm_config_node_gyp)) return process.env.npm_config_node_gyp;
+  const bundled = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  return existsSync(bundled) ? bundled : null;
+}
+
+function build() {
+  const gyp = nodeGyp();
+  if (gyp === null) return { ok: false, why: 'node-gyp not found (neither a dependency nor npm\'s own copy)' };
+  const args = [gyp, 'rebuild', '--release'];
+  const prefix = join(dirname(process.execPath), '..');
+  if (existsSync(join(prefix, 'include', 'node', 'node_api.h'))) args.push(`--nodedir=${prefix}`);
+  const r = spawnSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  if (r.status === 0 && existsSync(output)) return { ok: true };
+  const tail = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+  return { ok: false, why: `node-gyp rebuild failed (exit ${r.status ?? r.signal})\n${tail}` };
+}
+
+if (process.platform !== 'linux') {
+  // recvmmsg/sendmmsg, GSO and GRO are Linux's: elsewhere the transport uses node:dgram.
+  console.log('[@quicpool/udp] not Linux: no native module (node:dgram is used)');
+  process.exit(0);
+}
+
+if (mode === 'install') {
+  if (!force && (prebuiltFits() || existsSync(output))) process.exit(0);
+  const r = build();
+  if (!r.ok) console.warn(`[@quicpool/udp] could not build the native module; QUIC will use node:dgram.\n${r.why}`);
+  process.exit(0);
+}
+
+const stale = force || mtime(output) < Math.max(...sources.map(mtime));
+if (!stale) process.exit(0);
+const r = build();
+if (!r.ok) {
+  console.error(`[@quicpool/udp] ${r.why}`);
+  process.exit(1);
+}
+console.log('[@quicpool/udp] built build/Release/udp.node');

@@ -1,0 +1,4 @@
+export { BatchedUdpSocket, udpAddress } from './socket.js';
+export type { BatchedUdpOptions, UdpAddress, UdpSocketInfo, UdpStats } from './socket.js';
+export { loadUdpBinding, META_INTS, Meta } from './binding.js';
+export type { BindingStatus } from './binding.js';
