@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 // The real-Postgres fixture starts once for the whole run in its global setup and is always stopped.
 export default defineConfig({
   test: {
-    projects: ['packages/*', 'apps/*', 'tooling/pg-fixture'],
+    // transport-dgram: the QUIC suite again with the native UDP module unloadable (node:dgram path).
+    projects: ['packages/*', 'packages/transport/vitest.dgram.config.ts', 'apps/*', 'tooling/pg-fixture'],
     globalSetup: ['./tooling/pg-fixture/src/global-setup.ts'],
     reporters: process.env.CI ? ['default'] : ['default'],
     testTimeout: 30_000,

@@ -50,6 +50,14 @@ export interface SessionStream extends Duplex {
    * 'open' and then waits for 'close' unless it is 'closed' — without it `sql.end()` never resolves.
    */
   readonly readyState: SocketReadyState;
+  /**
+   * Whether the stream may still reference the memory of writes already made (so the writer must
+   * not reuse it yet). A TCP socket whose writes completed at once and a QUIC stream whose data
+   * quiche has copied hold nothing; a TLS socket, an in-memory stream (the peer receives the very
+   * Buffer) and any stream with a write backlog do. A pooler forwarding from a reused read buffer
+   * asks this after each batch of writes.
+   */
+  holdsWrittenBytes(): boolean;
   setNoDelay(noDelay?: boolean): this;
   setKeepAlive(enable?: boolean, initialDelay?: number): this;
   ref(): this;

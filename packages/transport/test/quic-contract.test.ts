@@ -2,12 +2,12 @@
 // (contract.ts). A QUIC stream exists for the server only once bytes arrive on it, so each pair
 // starts with a one-byte marker from the client that the server consumes before handing it over.
 import { once } from 'node:events';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { SessionStream } from '../src/index.js';
 import { QuicDialer, QuicListener } from '../src/index.js';
 import { describeSessionStreamContract } from './contract.js';
 import { acceptedPairs } from './helpers.js';
-import { devCerts } from './quic-helpers.js';
+import { devCerts, expectedUdpIo } from './quic-helpers.js';
 
 let listener: QuicListener;
 let dialer: QuicDialer;
@@ -32,6 +32,11 @@ async function takeMarker(s: SessionStream): Promise<void> {
     await once(s, 'readable');
   }
 }
+
+test('the contract runs over this suite\'s I/O path', async () => {
+  expect((await dialer.stats()).io).toBe(expectedUdpIo());
+  expect(listener.stats().io).toBe(expectedUdpIo());
+});
 
 describeSessionStreamContract('quic', () => ({
   async connect() {

@@ -52,15 +52,15 @@ test('on Node 20 the direct path exists and moves datagrams both ways, connected
   expect(new Set(got.map((g) => g.port))).toEqual(new Set([b.address().port]));
 });
 
-test('the endpoint over the public dgram API (QUICPOOL_DGRAM_API=1) carries the same traffic', async () => {
+test('the endpoint on the dgram path over the public dgram API (QUICPOOL_DGRAM_API=1) carries the same traffic', async () => {
   const c = await devCerts();
   process.env.QUICPOOL_DGRAM_API = '1';
   let listener: QuicListener | null = null;
   let dialer: QuicDialer | null = null;
   try {
-    listener = await QuicListener.listen({ cert: c.cert, key: c.key });
+    listener = await QuicListener.listen({ cert: c.cert, key: c.key, udpIo: 'dgram' });
     listener.onSession((s) => s.pipe(s));
-    dialer = new QuicDialer({ host: '127.0.0.1', port: listener.address().port, serverName: 'localhost', ca: c.ca });
+    dialer = new QuicDialer({ host: '127.0.0.1', port: listener.address().port, serverName: 'localhost', ca: c.ca, udpIo: 'dgram' });
     const replies = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
       const s = await dialer!.open();
       const r = readAll(s);
@@ -69,6 +69,8 @@ test('the endpoint over the public dgram API (QUICPOOL_DGRAM_API=1) carries the 
     }));
     expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => `over dgram ${i}`));
     expect(listener.stats().datagramsIn).toBeGreaterThan(0);
+    expect(listener.stats().io).toBe('dgram');
+    expect((await dialer.stats()).io).toBe('dgram');
   } finally {
     delete process.env.QUICPOOL_DGRAM_API;
     await dialer?.close({ graceful: false });

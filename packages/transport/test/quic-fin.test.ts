@@ -11,11 +11,16 @@
 // Each case below runs its sequence with the FIN written 0..TURNS event-loop turns after the event
 // that sets it up, so one of them lands in the window between the FIN write and the flush that
 // sends it, whichever turn that window falls in.
+//
+// The same rule makes a FIN-only frame unsafe once the stream's data has left: if the data's ACK
+// arrives after it and the frame itself was lost, quiche has collected the stream and never sends
+// the FIN again (cloudflare/quiche#2525). The last case loses exactly that frame.
 import { afterEach, describe, expect, test } from 'vitest';
 import type { SessionStream } from '../src/session-stream.js';
 import { QuicDialer, QuicListener } from '../src/quic/index.js';
 import type { QuicDialerOptions, QuicServerOptions } from '../src/quic/index.js';
 import { devCerts, readN, waitFor } from './quic-helpers.js';
+import { startUdpShaper } from './udp-shaper.js';
 
 const TURNS = 8;
 /** How long a peer may take to see a FIN on loopback before the FIN counts as lost. */
@@ -150,6 +155,50 @@ describe('QUIC FIN delivery', () => {
     expect(lost, 'turns after which the client FIN never reached the server').toEqual([]);
     await waitFor(() => listener.stats().streams === 0, FIN_MS, 'server streams released');
   });
+});
+
+test('a FIN-only frame lost while the reply it follows is unacknowledged: the FIN still reaches the client', async () => {
+  // The client's datagrams (its ACKs) reach the server ACK_LAG_MS late, and every datagram from the
+  // server is dropped for DROP_MS after its reply left: a FIN sent right after the reply is lost,
+  // and the reply's ACK arrives after it. The FIN must be held back until that ACK is in.
+  const ACK_LAG_MS = 20;
+  const DROP_MS = 50;
+  const REPLY = 1200;
+  const c = await devCerts();
+  const listener = await QuicListener.listen({ cert: c.cert, key: c.key, host: '127.0.0.1', port: 0 });
+  cleanups.push(() => listener.close({ graceful: false }));
+  let armed = false;
+  let dropUntil = 0;
+  const shaper = await startUdpShaper({ host: '127.0.0.1', port: listener.address().port }, {
+    upDelayMs: ACK_LAG_MS,
+    dropDown: (d) => {
+      const now = Date.now();
+      if (armed && d.length >= REPLY && dropUntil === 0) {
+        dropUntil = now + DROP_MS; // the reply passes; what follows it for DROP_MS does not
+        return false;
+      }
+      return now < dropUntil;
+    },
+  });
+  cleanups.push(() => shaper.close());
+  const dialer = new QuicDialer({ host: '127.0.0.1', port: shaper.port, serverName: 'localhost', ca: c.ca });
+  cleanups.push(() => dialer.close({ graceful: false }));
+  const served = new Promise<SessionStream>((resolve) => listener.onSession(resolve));
+  const cl = await open(dialer);
+  const clientEnded = endsWithin(cl, 5_000);
+  cl.end('q'); // the server reads the client's data and FIN ...
+  const srv = await served;
+  srv.on('error', ignore);
+  srv.resume();
+  await new Promise<void>((r) => srv.once('end', () => r()));
+  armed = true; // (the handshake's big datagrams are past)
+  srv.write(Buffer.alloc(REPLY, 0x78)); // ... writes its reply ...
+  setImmediate(() => srv.end()); // ... and its FIN one turn later, while the reply is in flight
+  expect(await clientEnded, 'the client saw the end of the stream').toBe(true);
+  // The drop window opened on the reply (so a FIN sent right after it would have been lost; with
+  // the FIN held back until the reply's ACK, nothing needs to fall into it).
+  expect(dropUntil, 'the reply passed the shaper').toBeGreaterThan(0);
+  await waitFor(() => listener.stats().streams === 0, 5_000, 'server stream released');
 });
 
 function ignore(): void {}

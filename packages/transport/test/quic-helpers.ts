@@ -73,3 +73,12 @@ export async function waitFor(cond: () => boolean, timeoutMs = 5000, what = 'con
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * The I/O path QUIC endpoints of this run use: the native batched module, or node:dgram in the
+ * transport-dgram project, which runs the QUIC suite with the module made unloadable
+ * (QUICPOOL_UDP_NATIVE_PATH naming a file that is not one).
+ */
+export function expectedUdpIo(): 'native' | 'dgram' {
+  return process.env.QUICPOOL_UDP_NATIVE_PATH !== undefined && process.env.QUICPOOL_UDP_NATIVE_PATH !== '' ? 'dgram' : 'native';
+}

@@ -4,7 +4,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { afterEach, expect, test } from 'vitest';
 import type { SessionStream } from '../src/session-stream.js';
 import { QuicDialer, QuicListener } from '../src/quic/index.js';
-import { devCerts, readAll, waitFor } from './quic-helpers.js';
+import { devCerts, expectedUdpIo, readAll, waitFor } from './quic-helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -45,6 +45,8 @@ test('2,000 concurrent streams over 50 connections all complete with exact paylo
   const cs = await dialer.stats();
   expect(cs.connections).toBe(50);
   expect(cs.streams).toBe(0);
+  expect(cs.io).toBe(expectedUdpIo());
+  expect(listener.stats().io).toBe(expectedUdpIo());
   await waitFor(() => listener.stats().streams === 0, 3000, 'server streams released');
   expect(listener.stats().connections).toBe(50);
 }, 30_000);
@@ -67,6 +69,7 @@ test('opening and closing 20,000 streams leaves no stream behind and bounded RSS
   await Promise.all(Array.from({ length: concurrency }, worker));
   expect(ok).toBe(total);
   expect((await dialer.stats()).streams).toBe(0);
+  expect((await dialer.stats()).io).toBe(expectedUdpIo());
   await waitFor(() => listener.stats().streams === 0, 3000, 'server streams released');
   const growthMb = (process.memoryUsage().rss - rssBefore) / 1024 / 1024;
   // Client and server run in this one process; a leak of even 2 KB per stream would show as 40 MB.

@@ -84,7 +84,7 @@ test('datagrams for unknown connections and garbage are dropped without harm', a
 
 test('closed routes repeat a CLOSE after the 1st, 2nd, 4th, 8th packet, then expire, and stay bounded', () => {
   const closed = new ClosedRoutes();
-  const to = { host: '127.0.0.1', port: 9 };
+  const to = { host: '127.0.0.1', port: 9, family: 4 as const, w0: 0x7f000001, w1: 0, w2: 0, w3: 0 };
   const packet = Buffer.from('close');
   closed.add(7, packet, to, 0);
   const answered = Array.from({ length: 16 }, (_, i) => closed.echoFor(7, 10) !== null ? i + 1 : 0).filter((n) => n > 0);

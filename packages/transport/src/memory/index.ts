@@ -31,6 +31,11 @@ class MemoryStream extends Duplex implements SessionStream {
     return duplexReadyState(this);
   }
 
+  /** The peer receives the very Buffers written. */
+  holdsWrittenBytes(): boolean {
+    return true;
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     const peer = this.peer;
     if (peer === null || peer.destroyed || peer.eofReceived) {

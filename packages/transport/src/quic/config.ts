@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import { quiche } from '@matrixai/quic/native/index.js';
 import type { Config } from '@matrixai/quic/native/index.js';
+import type { UdpIoMode } from './io/datagram-io.js';
 import type { QuicTicketStore } from './tickets.js';
 
 /** ALPN identifier of the public draft mapping of Postgres protocol 3 onto QUIC. */
@@ -33,6 +34,12 @@ export interface QuicCommonOptions {
    * one datagram. Default 1; 0 sends every ACK at the end of the turn it became due.
    */
   ackDelayMs?: number;
+  /**
+   * How datagrams move: 'auto' (default) uses the native batched module (@quicpool/udp:
+   * recvmmsg/sendmmsg, GSO/GRO) when it loads and node:dgram otherwise (with one process warning);
+   * 'native' fails when the module is missing; 'dgram' never uses it. `QUICPOOL_UDP_IO` overrides.
+   */
+  udpIo?: UdpIoMode;
 }
 
 export interface QuicServerOptions extends QuicCommonOptions {
@@ -97,6 +104,7 @@ export interface ResolvedCommon {
   socketBufferBytes: number;
   pendingWriteLimit: number;
   ackDelayMs: number;
+  udpIo: UdpIoMode;
 }
 
 export function resolveCommon(o: QuicCommonOptions, role: 'client' | 'server'): ResolvedCommon {
@@ -113,6 +121,7 @@ export function resolveCommon(o: QuicCommonOptions, role: 'client' | 'server'): 
     socketBufferBytes: o.socketBufferBytes ?? 4 * 1024 * 1024,
     pendingWriteLimit: o.pendingWriteLimit ?? 64 * 1024,
     ackDelayMs: o.ackDelayMs ?? 1,
+    udpIo: o.udpIo ?? 'auto',
   };
 }
 

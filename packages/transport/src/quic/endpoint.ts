@@ -1,9 +1,9 @@
-// The UDP side: one socket, datagrams routed to connections by destination connection id, and
-// all work of an event-loop turn batched into ONE flush per dirty connection (setImmediate), so
-// that ACKs leave together with the replies the application wrote in the same turn.
-import type dgram from 'node:dgram';
+// The UDP side: one socket (through the native batched module or node:dgram, see io/), datagrams
+// routed to connections by destination connection id, and all work of an event-loop turn batched
+// into ONE flush (setImmediate), so that ACKs leave together with the replies the application
+// wrote in the same turn and every datagram of the turn leaves in one batch.
 import { quiche } from '@matrixai/quic/native/index.js';
-import type { Config, Header, Host } from '@matrixai/quic/native/index.js';
+import type { Config, Header } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
 import { buildClientConfig, buildServerConfig, resolveCommon } from './config.js';
 import type { BuiltServerConfig, QuicClientEndpointOptions, QuicServerOptions, ResolvedCommon } from './config.js';
@@ -11,13 +11,15 @@ import { QuicConnection } from './connection.js';
 import type { ConnectionHost } from './connection.js';
 import { CID_LEN, cidHex, newCid, routeKey } from './routing/cid.js';
 import { QuicTicketStore, ticketKeyOf } from './tickets.js';
-import { closeSocket, defaultBindHost, openSocket } from './routing/udp.js';
+import { defaultBindHost } from './routing/udp.js';
 import { RetryTokens } from './routing/retry.js';
 import { decideInitial } from './routing/accept.js';
 import { Flusher } from './flusher.js';
 import { ClosedRoutes } from './routing/closed.js';
-import { fastUdp } from './routing/fast-udp.js';
-import type { DatagramSend } from './routing/fast-udp.js';
+import { DeadlineQueue } from './deadlines.js';
+import type { DatagramIo, DatagramIoOptions, UdpIoKind } from './io/datagram-io.js';
+import { openDatagramIo } from './io/open.js';
+import type { Peer } from './io/peer.js';
 
 export type { QuicClientEndpointOptions } from './config.js';
 
@@ -38,6 +40,13 @@ export interface QuicEndpointStats {
   datagramsRejected: number;
   /** Server: peer streams already reset when first seen; never handed to `onSession`. */
   streamsResetBeforeAccept: number;
+  /** Which I/O path the socket uses: the batched native module or node:dgram. */
+  io: UdpIoKind;
+  /** Send and receive system calls so far (one per batch on the native path). */
+  sendCalls: number;
+  recvCalls: number;
+  /** Sends that carried several datagrams (UDP GSO). */
+  gsoSends: number;
 }
 
 
@@ -67,6 +76,8 @@ export class QuicEndpoint implements ConnectionHost {
   readonly connections = new Set<QuicConnection>();
   readonly scratch = new Uint8Array(64 * 1024);
   readonly pendingWriteLimit: number;
+  /** Every connection's timers (quiche's timeout, the delayed ACK) under one Node timer. */
+  readonly deadlines = new DeadlineQueue();
   /** Server: called for every accepted connection. */
   onConnection: ((c: QuicConnection) => void) | null = null;
   private readonly routes = new Map<number, QuicConnection>();
@@ -80,8 +91,6 @@ export class QuicEndpoint implements ConnectionHost {
   };
   private readonly retryTokens = new RetryTokens();
   private sweepTimer: NodeJS.Timeout | null = null;
-  /** One datagram out: through the UDP handle directly when Node allows it (`fast-udp.ts`). */
-  private sendDatagram: DatagramSend = () => undefined;
   private closing: Promise<void> | null = null;
   private forcing: Promise<void> | null = null;
   /** Closed connections still answered with their CONNECTION_CLOSE (see `routing/closed.ts`). */
@@ -89,19 +98,18 @@ export class QuicEndpoint implements ConnectionHost {
   private lastCloseEchoRxAt = 0;
   private socketClosing = false;
   private accepting = true;
-  private readonly localHost: Host;
+  private readonly localHost: Peer;
+  /** Built outside the flush: Version Negotiation and Retry packets. */
+  private readonly controlPacket = Buffer.allocUnsafe(quiche.MAX_DATAGRAM_SIZE);
 
   private constructor(
-    private socket: dgram.Socket,
+    private io: DatagramIo,
     private readonly role: Role,
     private readonly common: ResolvedCommon,
-    private readonly connected: boolean,
   ) {
     this.pendingWriteLimit = common.pendingWriteLimit;
-    this.flusher = new Flusher(common.ackDelayMs, (buf, len, to) => this.sendDatagram(buf, len, to.port, to.host), (c, now) => this.afterSend(c, now));
-    const a = socket.address();
-    this.localHost = { host: a.address, port: a.port };
-    this.attach(socket);
+    this.flusher = new Flusher(io, common.ackDelayMs, this.deadlines, (c, now) => this.afterSend(c, now));
+    this.localHost = io.local;
     const sweepEvery = common.keepAliveMs > 0 ? Math.max(50, common.keepAliveMs / 2) : 5_000;
     this.sweepTimer = setInterval(this.sweep, sweepEvery);
     this.sweepTimer.unref();
@@ -112,8 +120,10 @@ export class QuicEndpoint implements ConnectionHost {
     const common = resolveCommon(opts, 'server');
     const built = buildServerConfig(opts, common);
     const host = opts.host ?? '127.0.0.1';
-    const socket = await openSocket(host, opts.port ?? 0, common.socketBufferBytes, null);
-    return new QuicEndpoint(socket, { kind: 'server', built }, common, false);
+    const ep: { current: QuicEndpoint | null } = { current: null };
+    const io = await openDatagramIo(common.udpIo, QuicEndpoint.ioOptions(ep, host, opts.port ?? 0, common, null));
+    ep.current = new QuicEndpoint(io, { kind: 'server', built }, common);
+    return ep.current;
   }
 
   /** A client endpoint whose socket is connected to one server. */
@@ -121,10 +131,27 @@ export class QuicEndpoint implements ConnectionHost {
     const common = resolveCommon(opts, 'client');
     const config = buildClientConfig(opts, common);
     const localHost = opts.localHost ?? defaultBindHost(opts.host);
-    const socket = await openSocket(localHost, 0, common.socketBufferBytes, { host: opts.host, port: opts.port });
+    const ep: { current: QuicEndpoint | null } = { current: null };
+    const io = await openDatagramIo(common.udpIo, QuicEndpoint.ioOptions(ep, localHost, 0, common, { host: opts.host, port: opts.port }));
     const tickets = opts.tickets ?? new QuicTicketStore();
     const ticketKey = ticketKeyOf(opts.host, opts.port, opts.serverName);
-    return new QuicEndpoint(socket, { kind: 'client', config, opts, tickets, ticketKey }, common, true);
+    ep.current = new QuicEndpoint(io, { kind: 'client', config, opts, tickets, ticketKey }, common);
+    return ep.current;
+  }
+
+  /** Socket options whose callbacks reach the endpoint once it exists (datagrams cannot arrive before). */
+  private static ioOptions(
+    ep: { current: QuicEndpoint | null },
+    host: string,
+    port: number,
+    common: ResolvedCommon,
+    connectTo: { host: string; port: number } | null,
+  ): DatagramIoOptions {
+    return {
+      host, port, socketBufferBytes: common.socketBufferBytes, connectTo,
+      onDatagram: (data, from) => ep.current?.onMessage(data, from),
+      onError: (err) => ep.current?.onSocketError(err),
+    };
   }
 
   address(): { address: string; port: number } {
@@ -138,7 +165,11 @@ export class QuicEndpoint implements ConnectionHost {
     let streams = 0;
     for (const c of this.connections) streams += c.streams.size;
     const { datagramsOut, bytesOut } = this.flusher;
-    return { connections: this.connections.size, streams, ...this.counters, datagramsOut, bytesOut };
+    const io = this.io.stats();
+    return {
+      connections: this.connections.size, streams, ...this.counters, datagramsOut, bytesOut,
+      io: io.kind, sendCalls: io.sendCalls, recvCalls: io.recvCalls, gsoSends: io.gsoSends,
+    };
   }
 
   /**
@@ -179,7 +210,7 @@ export class QuicEndpoint implements ConnectionHost {
     if (this.closing !== null) throw new TransportError('QUIC endpoint is closed', 'ECONNABORTED');
     const { opts, config, tickets, ticketKey } = this.role;
     const { cid, key } = newCid(this.routes);
-    const remote: Host = { host: opts.host, port: opts.port };
+    const remote = this.io.peer(opts.host, opts.port);
     const q = quiche.Connection.connect(opts.serverName, cid, this.localHost, remote, config);
     const ticket = (opts.enableEarlyData ?? true) ? tickets.get(ticketKey) : undefined;
     let resuming = false;
@@ -211,46 +242,34 @@ export class QuicEndpoint implements ConnectionHost {
   async rebind(): Promise<void> {
     if (this.role.kind !== 'client') throw new Error('rebind() needs a client endpoint');
     const { opts } = this.role;
-    const old = this.socket;
+    const old = this.io;
     const bindHost = opts.localHost ?? defaultBindHost(opts.host);
-    this.socket = await openSocket(bindHost, 0, this.common.socketBufferBytes, { host: opts.host, port: opts.port });
-    this.attach(this.socket);
-    old.removeAllListeners('message');
-    await closeSocket(old);
+    const ep = { current: this as QuicEndpoint | null };
+    this.io = await openDatagramIo(this.common.udpIo, QuicEndpoint.ioOptions(ep, bindHost, 0, this.common, { host: opts.host, port: opts.port }));
+    this.flusher.io = this.io;
+    await old.close();
   }
 
   /** The port the socket is really bound to now (changes after `rebind`). */
   socketPort(): number {
-    return this.socket.address().port;
+    return this.io.local.port;
   }
 
   // --- receive path ---------------------------------------------------------------------------
 
-  private attach(socket: dgram.Socket): void {
-    const fast = fastUdp(socket, this.connected);
-    if (fast !== null) {
-      fast.takeReceive(this.onMessage);
-      this.sendDatagram = fast.send;
-    } else {
-      socket.on('message', this.onMessage);
-      this.sendDatagram = this.connected
-        ? (buf, len) => socket.send(buf, 0, len)
-        : (buf, len, port, host) => socket.send(buf, 0, len, port, host);
+  private onSocketError(err: NodeJS.ErrnoException): void {
+    this.counters.socketErrors++;
+    // A client's connected socket reports ICMP port unreachable as ECONNREFUSED: nobody
+    // listens there. Fail connections still handshaking now instead of after the idle timeout.
+    // Established ones ignore it (ICMP is unauthenticated; QUIC recovers or times out).
+    if (err.code !== 'ECONNREFUSED' || this.role.kind !== 'client') return;
+    for (const c of this.connections) {
+      if (!c.isEstablished) c.abort(new TransportError(`no QUIC server answers at ${this.role.opts.host}:${this.role.opts.port}`, 'ECONNREFUSED'));
     }
-    socket.on('error', (err: NodeJS.ErrnoException) => {
-      this.counters.socketErrors++;
-      // A client's connected socket reports ICMP port unreachable as ECONNREFUSED: nobody
-      // listens there. Fail connections still handshaking now instead of after the idle timeout.
-      // Established ones ignore it (ICMP is unauthenticated; QUIC recovers or times out).
-      if (err.code !== 'ECONNREFUSED' || this.role.kind !== 'client') return;
-      for (const c of this.connections) {
-        if (!c.isEstablished) c.abort(new TransportError(`no QUIC server answers at ${this.role.opts.host}:${this.role.opts.port}`, 'ECONNREFUSED'));
-      }
-    });
   }
 
-  private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => {
-    if (this.socketClosing) return; // the socket (or its handle, see fast-udp.ts) is going away
+  private onMessage(msg: Uint8Array, from: Peer): void {
+    if (this.socketClosing) return; // the socket is going away
     this.counters.datagramsIn++;
     this.flusher.noteDatagram();
     this.counters.bytesIn += msg.length;
@@ -259,7 +278,7 @@ export class QuicEndpoint implements ConnectionHost {
       // Short header: our DCID starts right after the first byte.
       if (msg.length > CID_LEN) c = this.routes.get(routeKey(msg, 1));
     } else {
-      c = this.routeLong(msg, rinfo);
+      c = this.routeLong(msg, from);
     }
     if (c === undefined) {
       if ((msg[0]! & 0x80) === 0 && msg.length > CID_LEN && this.closed.size > 0) {
@@ -276,10 +295,10 @@ export class QuicEndpoint implements ConnectionHost {
       this.counters.datagramsDropped++;
       return;
     }
-    if (!c.receive(msg, rinfo.address, rinfo.port)) this.counters.datagramsRejected++;
-  };
+    if (!c.receive(msg, from)) this.counters.datagramsRejected++;
+  }
 
-  private routeLong(msg: Buffer, rinfo: dgram.RemoteInfo): QuicConnection | undefined {
+  private routeLong(msg: Uint8Array, from: Peer): QuicConnection | undefined {
     let hdr: Header;
     try {
       hdr = quiche.Header.fromSlice(msg, CID_LEN);
@@ -294,22 +313,22 @@ export class QuicEndpoint implements ConnectionHost {
     c = this.initialRoutes.get(odcid);
     if (c !== undefined) return c;
     if (hdr.ty !== quiche.Type.Initial) return undefined;
-    return this.accept(hdr, msg, rinfo, odcid, this.role.built);
+    return this.accept(hdr, msg, from, odcid, this.role.built);
   }
 
-  private accept(hdr: Header, msg: Buffer, rinfo: dgram.RemoteInfo, odcid: string, built: BuiltServerConfig): QuicConnection | undefined {
+  private accept(hdr: Header, msg: Uint8Array, from: Peer, odcid: string, built: BuiltServerConfig): QuicConnection | undefined {
     if (!this.accepting || this.connections.size >= built.maxConnections) return undefined;
-    const d = decideInitial(hdr, msg.length, rinfo, built.retry, this.routes, this.retryTokens);
+    const d = decideInitial(hdr, msg.length, { address: from.host, port: from.port }, built.retry, this.routes, this.retryTokens);
     switch (d.kind) {
       case 'drop':
         return undefined;
       case 'negotiate':
       case 'retry': {
-        const out = this.flusher.nextBuffer();
+        const out = this.controlPacket;
         const n = d.kind === 'negotiate'
           ? quiche.negotiateVersion(hdr.scid, hdr.dcid, out)
           : quiche.retry(hdr.scid, hdr.dcid, d.newScid, d.token, hdr.version, out);
-        this.socket.send(out, 0, n, rinfo.port, rinfo.address);
+        this.io.sendOne(out, n, from);
         if (d.kind === 'retry') this.counters.retriesSent++;
         return undefined;
       }
@@ -320,7 +339,7 @@ export class QuicEndpoint implements ConnectionHost {
         throw new Error(`unhandled decision ${JSON.stringify(never)}`);
       }
     }
-    const remote: Host = { host: rinfo.address, port: rinfo.port };
+    const remote = from;
     const q = quiche.Connection.accept(d.scid, d.odcid, this.localHost, remote, built.config);
     const c = new QuicConnection(this, q, {
       role: 'server', cidHex: cidHex(d.scid), local: this.localHost, remote,
@@ -346,10 +365,10 @@ export class QuicEndpoint implements ConnectionHost {
     this.flusher.markReceived(c);
   }
 
-  sendRaw(buf: Buffer, len: number, to: Host, closeEcho: boolean): void {
+  sendRaw(buf: Buffer, len: number, to: Peer, closeEcho: boolean): void {
     if (this.socketClosing) return;
     if (closeEcho) this.lastCloseEchoRxAt = Date.now();
-    this.sendDatagram(buf, len, to.port, to.host);
+    this.io.sendOne(buf, len, to);
     this.flusher.datagramsOut++;
     this.flusher.bytesOut += len;
   }
@@ -476,10 +495,7 @@ export class QuicEndpoint implements ConnectionHost {
     }
     await this.forceClose();
     this.socketClosing = true;
-    this.socket.removeAllListeners('message');
-    // Sends are synchronous with our lookup; one turn more lets a send that met a full kernel
-    // buffer (the CONNECTION_CLOSE frames) complete before the handle goes away.
-    await new Promise((r) => setImmediate(r));
-    await closeSocket(this.socket);
+    this.deadlines.close();
+    await this.io.close();
   }
 }

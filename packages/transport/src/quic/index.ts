@@ -8,4 +8,6 @@ export { QuicListener } from './listener.js';
 export { QuicDialer } from './dialer.js';
 export type { QuicDialerOptions } from './dialer.js';
 export { QuicTicketStore } from './tickets.js';
+export { udpIoStatus } from './io/open.js';
+export type { UdpIoKind, UdpIoMode } from './io/datagram-io.js';
 export { AppError as QuicAppError } from './errors.js';

@@ -5,6 +5,10 @@ import type { Connection } from '@matrixai/quic/native/index.js';
 export class SeenIds {
   private next = 0; // lowest client-bidi id (0, 4, 8 ...) not yet seen
   private ahead = new Set<number>();
+  /** The lowest client-bidi id not seen yet. */
+  get lowestUnseen(): number {
+    return this.next;
+  }
   has(id: number): boolean {
     return id < this.next || this.ahead.has(id);
   }

@@ -21,7 +21,14 @@ export interface StreamHost {
   /** The stream has data or a FIN waiting for quiche to accept it. */
   writeBlocked(s: QuicSessionStream): void;
   /** A destroyed stream closes gracefully: write its FIN at the next `service` (see `flushWrites`). */
-  finishLater(id: number): void;
+  finishLater(id: number, sent: DataMark): void;
+  /** Packet-building passes of the connection so far (see `DataMark`). */
+  readonly drains: number;
+  /**
+   * Whether a FIN may be written now for a stream whose data was last handed to quiche as `sent`
+   * (see `finMayGo`); when not, the connection wakes the stream again once it may.
+   */
+  finMayGo(sent: DataMark): boolean;
   /** The stream's read side stopped pulling because the consumer is full. */
   readPaused(s: QuicSessionStream, paused: boolean): void;
   /** The stream is finished in both directions (or aborted): forget it. */
@@ -31,6 +38,22 @@ export interface StreamHost {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * When a stream last gave quiche data: the connection's packet-building pass count then, and the
+ * time. A FIN written while that data is still unsent rides in the same STREAM frame; one written
+ * after the data left must wait until the data is surely acknowledged. Reason: quiche 0.18 (and
+ * its master, cloudflare/quiche#2525) counts a send side as complete once the final size is known
+ * and every byte below it is acknowledged, ignoring whether the FIN-only frame was. If that data's
+ * ACK arrives after a separate FIN-only frame left, the stream is collected, and if that frame was
+ * lost it is never retransmitted: the peer reads everything and never sees the end
+ * (test/quic-loss.test.ts). A FIN-only frame sent once all data is acknowledged is safe: only its
+ * own ACK can complete the stream, and if it is lost quiche sends it again.
+ */
+export interface DataMark {
+  drains: number;
+  at: number;
+}
 
 /** The metadata of a stream: where it came from, what TLS agreed, and whether it was 0-RTT. */
 export function quicSessionInfo(o: {
@@ -66,6 +89,8 @@ export class QuicSessionStream extends Duplex implements SessionStream {
   private deferredCb: ((err?: Error | null) => void) | null = null;
   private finalCb: ((err?: Error | null) => void) | null = null;
   private forgotten = false;
+  /** When data last went into quiche (see `DataMark`); drains -1: never. */
+  private readonly sent: DataMark = { drains: -1, at: 0 };
 
   constructor(
     private readonly host: StreamHost,
@@ -152,6 +177,7 @@ export class QuicSessionStream extends Duplex implements SessionStream {
         cb(this.sendError(err));
         return;
       }
+      if (n > 0) this.markSent();
       this.host.markDirty();
       if (n === chunk.length) {
         cb();
@@ -200,6 +226,7 @@ export class QuicSessionStream extends Duplex implements SessionStream {
         const head = this.queue[0]!;
         const n = q.streamSend(this.id, head, false) ?? 0;
         this.queuedBytes -= n;
+        if (n > 0) this.markSent();
         if (n < head.length) {
           this.queue[0] = head.subarray(n);
           break;
@@ -212,6 +239,8 @@ export class QuicSessionStream extends Duplex implements SessionStream {
         cb();
       }
       if (this.queue.length === 0 && this.finalCb !== null && !this.writeEnded) {
+        // Not while data that already left may still be unacknowledged (see DataMark).
+        if (!this.host.finMayGo(this.sent)) return true;
         // A FIN is accepted only when quiche has room to buffer it; retry next flush otherwise.
         if (q.streamSend(this.id, EMPTY, true) === null) return true;
         this.host.markDirty(); // the packets must be built in this turn (see above)
@@ -237,6 +266,11 @@ export class QuicSessionStream extends Duplex implements SessionStream {
       return false;
     }
     return this.queue.length > 0 || (this.finalCb !== null && !this.writeEnded);
+  }
+
+  private markSent(): void {
+    this.sent.drains = this.host.drains;
+    this.sent.at = Date.now();
   }
 
   private sendError(err: unknown): Error {
@@ -272,7 +306,7 @@ export class QuicSessionStream extends Duplex implements SessionStream {
       const code = AppError.StreamCancelled;
       if (!this.readEnded) try { q.streamShutdown(this.id, quiche.Shutdown.Read, code); } catch { /* already closed */ }
       if (!this.writeEnded) {
-        if (err === null) this.host.finishLater(this.id);
+        if (err === null) this.host.finishLater(this.id, this.sent);
         else try { q.streamShutdown(this.id, quiche.Shutdown.Write, code); } catch { /* already closed */ }
       }
       this.host.markDirty();
@@ -303,6 +337,14 @@ export class QuicSessionStream extends Duplex implements SessionStream {
     if (this.forgotten) return;
     this.forgotten = true;
     this.host.forget(this);
+  }
+
+  /**
+   * quiche copies what `streamSend` accepts; only a write it could not take whole waits in our
+   * queue (a view of the caller's Buffer), or in the Writable's buffer behind a deferred callback.
+   */
+  holdsWrittenBytes(): boolean {
+    return this.queue.length > 0 || this.writableLength > 0;
   }
 
   // net.Socket look-alikes for drivers; QUIC has nothing to configure here.

@@ -97,7 +97,18 @@ export function adoptSocket(
   if (inner !== undefined && inner !== socket) (socket as LayeredSocket)[INNER_STREAM] = inner;
   Object.defineProperty(socket, 'info', { value: info, enumerable: true, configurable: true });
   socket.destroy = abortingDestroy;
+  (socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes'>).holdsWrittenBytes = kind === 'tcp' ? tcpHoldsWrittenBytes : alwaysHolds;
   return socket as net.Socket & SessionStream;
+}
+
+/** A plain TCP socket keeps a write's Buffer only while libuv could not write it at once. */
+function tcpHoldsWrittenBytes(this: net.Socket): boolean {
+  return this.writableLength > 0;
+}
+
+/** A TLS socket hands its cleartext to the TLS layer, which may keep it until written. */
+function alwaysHolds(): boolean {
+  return true;
 }
 
 /** Node socket error codes that mean "could not reach the peer" when dialing. */

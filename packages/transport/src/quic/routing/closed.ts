@@ -3,7 +3,7 @@
 // more packets (RFC 9000 10.2.1: the closing state). quiche 0.18 sends the CLOSE once and then
 // forgets the connection's packets, so this is the only repeat. Replies back off: after the 1st,
 // 2nd, 4th, 8th ... packet of a closed connection. Bounded in time and count.
-import type { Host } from '@matrixai/quic/native/index.js';
+import type { Peer } from '../io/peer.js';
 
 /** How long a closed connection's CLOSE is kept for repeats. */
 export const CLOSED_ROUTE_MS = 3_000;
@@ -12,7 +12,7 @@ export const MAX_CLOSED_ROUTES = 10_000;
 
 interface Closed {
   packet: Buffer;
-  to: Host;
+  to: Peer;
   rx: number;
   until: number;
 }
@@ -24,7 +24,7 @@ export class ClosedRoutes {
     return this.byKey.size;
   }
 
-  add(key: number, packet: Buffer, to: Host, now: number): void {
+  add(key: number, packet: Buffer, to: Peer, now: number): void {
     this.byKey.delete(key);
     this.byKey.set(key, { packet, to, rx: 0, until: now + CLOSED_ROUTE_MS });
     if (this.byKey.size > MAX_CLOSED_ROUTES) {
@@ -38,7 +38,7 @@ export class ClosedRoutes {
   }
 
   /** The CLOSE to send for a packet routed by `key`, or null (unknown, expired, backing off). */
-  echoFor(key: number, now: number): { packet: Buffer; to: Host } | null {
+  echoFor(key: number, now: number): { packet: Buffer; to: Peer } | null {
     const e = this.byKey.get(key);
     if (e === undefined) return null;
     if (now > e.until) {
