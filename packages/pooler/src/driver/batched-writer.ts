@@ -9,12 +9,13 @@
 //
 // Every writer with something collected is flushed by one shared end-of-turn callback, or earlier
 // by flushAll() (a server read flushes before returning, to know whether its read buffer may be
-// reused: see backend/socket-input.ts). A flush "keeps" its bytes unless they went to a plain TCP
-// socket that wrote them at once (a TLS socket, a QUIC or memory stream, or a socket with a
-// backlog may hold on to the Buffer it was given).
+// reused: see backend/socket-input.ts). A flush "keeps" its bytes when the stream says it may still
+// hold them (`SessionStream.holdsWrittenBytes`: a TLS socket, a memory stream, a backlog, a QUIC
+// write quiche could not take whole).
 import net from 'node:net';
 import type { Writable } from 'node:stream';
 import tls from 'node:tls';
+import type { SessionStream } from '@quicpool/transport';
 
 /** Flush without waiting for the end of the turn once this much is collected. */
 const FLUSH_AT = 256 * 1024;
@@ -41,11 +42,18 @@ export class BatchedWriter {
   private pendingBytes = 0;
   /** In the `dirty` list. */
   queued = false;
-  /** A plain TCP socket: a write it completes at once keeps no reference to the bytes. */
-  private readonly releasesOnWrite: boolean;
+  /** Whether the stream may still reference what was written to it. */
+  private readonly holds: () => boolean;
 
   constructor(private readonly stream: Writable) {
-    this.releasesOnWrite = stream instanceof net.Socket && !(stream instanceof tls.TLSSocket);
+    const session = stream as Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes'>>;
+    if (typeof session.holdsWrittenBytes === 'function') {
+      this.holds = () => session.holdsWrittenBytes!();
+    } else {
+      // A server connection's raw socket: plain TCP releases a write it completed at once.
+      const plainTcp = stream instanceof net.Socket && !(stream instanceof tls.TLSSocket);
+      this.holds = plainTcp ? () => stream.writableLength > 0 : () => true;
+    }
   }
 
   /**
@@ -107,7 +115,7 @@ export class BatchedWriter {
     this.pendingBytes = 0;
     if (this.stream.destroyed || this.stream.writableEnded) return;
     this.stream.write(chunk);
-    if (!this.releasesOnWrite || this.stream.writableLength > 0) kept = true;
+    if (this.holds()) kept = true;
   }
 
   /** The run as one Buffer: its first buffer itself when nothing was appended, else a view spanning it. */
