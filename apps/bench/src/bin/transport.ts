@@ -4,7 +4,9 @@
 // connection against 0-RTT resumption. Also this machine's floor for QUIC: quiche (through the
 // binding) alone in memory, and Node's UDP alone, per round trip per side.
 //   node dist/bin/transport.js [--json] [--duration 3000] [--warmup 1000] [--only tcp,quic,matrixai,first,floor]
-//                              [--matrixai 1x40[,1x1,...]] [--rounds 1]
+//                              [--matrixai 1x40[,1x1,...]] [--rounds 1] [--io native,dgram]
+// The QUIC rows run over each UDP I/O path (`quic 1x40 native`: the batched native module,
+// `quic 1x40 dgram`: node:dgram); without the native module only the dgram rows run, and say so.
 // --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every
 // figure in the table is the median of its N runs: single runs on this shared 2-core machine move
 // by 10-20%.
@@ -19,9 +21,13 @@ import { WORKER_FLAG, runPingPongWorker } from '../transport/pingpong-worker.js'
 import { runMatrixaiPingPong, matrixaiRoles } from '../transport/matrixai-pingpong.js';
 import { SERVER_FLAG, runQuicPingPong, runQuicPingPongServerChild } from '../transport/quic-pingpong.js';
 import { runTcpPingPong, tcpRoles } from '../transport/tcp-pingpong.js';
-import { quicheFloor, udpFloor } from '../transport/quic-floor.js';
+import { nativeUdpFloor, quicheFloor, udpFloor } from '../transport/quic-floor.js';
+import { udpIoStatus } from '@quicpool/transport';
+import type { UdpIoKind } from '@quicpool/transport';
 
-type Row = PingPongResult;
+/** A run: the ping-pong figures plus, for QUIC, send/receive system calls per round trip (both sides). */
+type Row = PingPongResult & { sendsPerRt: number | null; recvsPerRt: number | null };
+const QUIC_SCENARIOS = [[1, 1], [1, 40], [50, 40]] as const;
 
 if (process.argv.includes(WORKER_FLAG)) {
   runPingPongWorker({ ...tcpRoles, ...matrixaiRoles });
@@ -41,6 +47,8 @@ async function main(): Promise<void> {
       // connections x streams for the @matrixai/quic high-level reference (keep streams < 1000).
       matrixai: { type: 'string', default: '1x40' },
       rounds: { type: 'string', default: '1' },
+      // UDP I/O paths for the QUIC rows.
+      io: { type: 'string', default: 'native,dgram' },
     },
   });
   const durationMs = Number(values.duration);
@@ -49,6 +57,18 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number >= 1, got ${values.rounds}`);
   const script = fileURLToPath(import.meta.url);
+  const native = udpIoStatus();
+  const ioPaths: UdpIoKind[] = [];
+  for (const io of values.io.split(',')) {
+    if (io !== 'native' && io !== 'dgram') throw new Error(`--io takes native and/or dgram, got ${io}`);
+    if (io === 'native' && native.kind !== 'native') {
+      process.stderr.write(`native UDP module unavailable here (${native.reason ?? 'unknown'}): QUIC rows run over node:dgram only\n`);
+      continue;
+    }
+    ioPaths.push(io);
+  }
+  // What the `quic` figures of the JSON line use: the native path whenever it ran.
+  const quicIo: UdpIoKind = ioPaths.includes('native') ? 'native' : 'dgram';
   const runs: Row[] = [];
   const failures: Array<{ label: string; error: string }> = [];
   let round = 1;
@@ -64,15 +84,19 @@ async function main(): Promise<void> {
   for (round = 1; round <= rounds; round++) {
     if (only.has('tcp')) {
       for (const sockets of [1, 40, 2000]) {
-        await attempt(`tcp ${sockets}`, () => runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: script }));
+        await attempt(`tcp ${sockets}`, async () => ({
+          ...(await runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: script })),
+          sendsPerRt: null,
+          recvsPerRt: null,
+        }));
       }
     }
     if (only.has('quic')) {
-      for (const [connections, streams] of [[1, 1], [1, 40], [50, 40]] as const) {
-        await attempt(`quic ${connections}x${streams}`, async () => {
-          const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: script });
+      for (const [connections, streams] of QUIC_SCENARIOS) for (const udpIo of ioPaths) {
+        await attempt(`quic ${connections}x${streams} ${udpIo}`, async () => {
+          const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: script, udpIo });
           return {
-            label: `quic ${r.scenario}`,
+            label: `quic ${r.scenario} ${udpIo}`,
             roundTrips: r.roundTrips,
             roundTripsPerSec: r.roundTripsPerSec,
             usPerRtClient: r.clientCpuUsPerRoundTrip,
@@ -82,6 +106,8 @@ async function main(): Promise<void> {
             rssClientMB: r.clientRssMb,
             rssServerMB: r.serverRssMb,
             datagramsPerRt: r.datagramsPerRoundTrip,
+            sendsPerRt: r.sendCallsPerRoundTrip,
+            recvsPerRt: r.recvCallsPerRoundTrip,
           };
         });
       }
@@ -90,9 +116,11 @@ async function main(): Promise<void> {
       for (const scenario of values.matrixai.split(',')) {
         const [connections, streams] = scenario.split('x').map(Number);
         if (connections === undefined || streams === undefined || !(connections > 0) || !(streams > 0)) throw new Error(`bad --matrixai ${scenario}`);
-        await attempt(`matrixai ${scenario}`, () =>
-          runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: script }),
-        );
+        await attempt(`matrixai ${scenario}`, async () => ({
+          ...(await runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: script })),
+          sendsPerRt: null,
+          recvsPerRt: null,
+        }));
       }
     }
   }
@@ -109,22 +137,36 @@ async function main(): Promise<void> {
 
   let floor: Floor | null = null;
   if (only.has('floor')) {
-    process.stderr.write('running floor (quiche alone, Node UDP alone) ...\n');
+    process.stderr.write('running floor (quiche alone, Node UDP alone, native UDP alone) ...\n');
     // 40 in flight, as in the 1x40 run: quiche's work per packet and the UDP syscalls, nothing of ours.
     const quiche = round1(await quicheFloor(40));
     const udp = round1(await udpFloor(40));
-    floor = { quicheUsPerRtPerSide: quiche, udpUsPerRtPerSide: udp, sumUsPerRtPerSide: round1(quiche + udp) };
+    const nativeUdp = await nativeUdpFloor(40);
+    floor = {
+      quicheUsPerRtPerSide: quiche,
+      udpUsPerRtPerSide: udp,
+      sumUsPerRtPerSide: round1(quiche + udp),
+      nativeUdpUsPerRtPerSide: nativeUdp === null ? null : round1(nativeUdp),
+      nativeSumUsPerRtPerSide: nativeUdp === null ? null : round1(quiche + nativeUdp),
+    };
   }
 
   printTable(rows, durationMs, rounds);
-  const ratios = quicVsTcp(rows);
+  const ratios = quicVsTcp(rows, quicIo);
   if (ratios.length > 0) {
-    console.log(`\nQUIC / TCP, CPU per round trip (both sides): ${ratios.map((r) => `${r.quic} vs tcp ${r.tcp}: ${r.ratio.toFixed(2)}x`).join('; ')}`);
+    console.log(`\nQUIC (${quicIo}) / TCP, CPU per round trip, client and server side:`);
+    for (const r of ratios) console.log(`  quic ${r.quic} vs tcp ${r.tcp}: client ${r.client.toFixed(2)}x, server ${r.server.toFixed(2)}x, both ${r.ratio.toFixed(2)}x`);
+  }
+  const dgramRatios = quicIo === 'native' ? quicVsTcp(rows, 'dgram') : [];
+  if (dgramRatios.length > 0) {
+    console.log(`QUIC (dgram) / TCP, both sides: ${dgramRatios.map((r) => `${r.quic} vs tcp ${r.tcp}: ${r.ratio.toFixed(2)}x`).join('; ')}`);
   }
   if (floor !== null) {
     console.log(
       `Floor for QUIC on this machine, per round trip per side: quiche through the binding alone ${floor.quicheUsPerRtPerSide} µs ` +
-        `(two connections in memory, no sockets), Node UDP alone ${floor.udpUsPerRtPerSide} µs (one send + one receive): ${floor.sumUsPerRtPerSide} µs before any stream or endpoint work`,
+        `(two connections in memory, no sockets); UDP alone (one send + one receive): node:dgram ${floor.udpUsPerRtPerSide} µs` +
+        (floor.nativeUdpUsPerRtPerSide === null ? '' : `, native batched ${floor.nativeUdpUsPerRtPerSide} µs`) +
+        ` => ${floor.nativeSumUsPerRtPerSide ?? floor.sumUsPerRtPerSide} µs before any stream or endpoint work`,
     );
   }
   if (first !== null) {
@@ -135,28 +177,52 @@ async function main(): Promise<void> {
     );
   }
   for (const failure of failures) console.log(`not available: ${failure.label}: ${failure.error}`);
-  if (values.json) console.log(JSON.stringify({ statistic: rounds > 1 ? `median of ${rounds} rounds` : 'single run', ...summary(rows, first, floor, ratios, failures) }));
+  if (values.json) {
+    console.log(JSON.stringify({ statistic: rounds > 1 ? `median of ${rounds} rounds` : 'single run', ...summary(rows, quicIo, first, floor, ratios, failures) }));
+  }
 }
 
 interface Floor {
   quicheUsPerRtPerSide: number;
   udpUsPerRtPerSide: number;
   sumUsPerRtPerSide: number;
+  nativeUdpUsPerRtPerSide: number | null;
+  nativeSumUsPerRtPerSide: number | null;
 }
 
-/** Each QUIC scenario against the TCP run with as many concurrent sessions, and 50x40 also against 40 sockets. */
-function quicVsTcp(rows: Row[]): Array<{ quic: string; tcp: string; ratio: number }> {
-  const cpu = (label: string): number | null => {
-    const r = rows.find((x) => x.label === label);
-    return r === undefined ? null : r.usPerRtClient + r.usPerRtServer;
-  };
-  const out: Array<{ quic: string; tcp: string; ratio: number }> = [];
-  for (const [quic, tcp] of [['1x40', '40'], ['50x40', '2000'], ['50x40', '40']] as const) {
-    const q = cpu(`quic ${quic}`);
-    const t = cpu(`tcp ${tcp}`);
-    if (q !== null && t !== null && t > 0) out.push({ quic, tcp, ratio: q / t });
+interface Ratio {
+  quic: string;
+  tcp: string;
+  /** QUIC over TCP, CPU per round trip: client side, server side, both sides together. */
+  client: number;
+  server: number;
+  ratio: number;
+}
+
+/**
+ * Each QUIC scenario (over `io`) against the TCP run with as many concurrent sessions, 50x40 also
+ * against 40 sockets (the targets compare with TCP-40), and 1x1 against one socket.
+ */
+function quicVsTcp(rows: Row[], io: UdpIoKind): Ratio[] {
+  const row = (label: string): Row | undefined => rows.find((x) => x.label === label);
+  const out: Ratio[] = [];
+  for (const [quic, tcp] of [['1x1', '1'], ['1x40', '40'], ['50x40', '2000'], ['50x40', '40']] as const) {
+    const q = row(`quic ${quic} ${io}`);
+    const t = row(`tcp ${tcp}`);
+    if (q === undefined || t === undefined || t.usPerRtClient <= 0 || t.usPerRtServer <= 0) continue;
+    out.push({
+      quic,
+      tcp,
+      client: q.usPerRtClient / t.usPerRtClient,
+      server: q.usPerRtServer / t.usPerRtServer,
+      ratio: (q.usPerRtClient + q.usPerRtServer) / (t.usPerRtClient + t.usPerRtServer),
+    });
   }
   return out;
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
 }
 
 function round1(x: number): number {
@@ -174,6 +240,8 @@ function medianRows(runs: Row[]): Row[] {
       return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
     };
     const dgrams = of.every((r) => r.datagramsPerRt !== null) ? med((r) => r.datagramsPerRt ?? 0) : null;
+    const sends = of.every((r) => r.sendsPerRt !== null) ? med((r) => r.sendsPerRt ?? 0) : null;
+    const recvs = of.every((r) => r.recvsPerRt !== null) ? med((r) => r.recvsPerRt ?? 0) : null;
     return {
       label,
       roundTrips: med((r) => r.roundTrips),
@@ -185,6 +253,8 @@ function medianRows(runs: Row[]): Row[] {
       rssClientMB: Math.round(med((r) => r.rssClientMB)),
       rssServerMB: Math.round(med((r) => r.rssServerMB)),
       datagramsPerRt: dgrams,
+      sendsPerRt: sends,
+      recvsPerRt: recvs,
     };
   });
 }
@@ -194,7 +264,7 @@ function printTable(rows: Row[], durationMs: number, rounds: number): void {
     `Transport ping-pong, 200-byte request/response, client and server in separate processes, ${durationMs} ms window` +
       (rounds > 1 ? `, median of ${rounds} interleaved rounds` : ''),
   );
-  const header = ['run', 'rt/s', 'client µs/rt', 'server µs/rt', 'p50 µs', 'p99 µs', 'dgrams/rt', 'client RSS MB', 'server RSS MB'];
+  const header = ['run', 'rt/s', 'client µs/rt', 'server µs/rt', 'p50 µs', 'p99 µs', 'dgrams/rt', 'sends/rt', 'recvs/rt', 'client RSS MB', 'server RSS MB'];
   const lines = rows.map((r) => [
     r.label,
     String(r.roundTripsPerSec),
@@ -203,6 +273,8 @@ function printTable(rows: Row[], durationMs: number, rounds: number): void {
     String(r.p50Us),
     String(r.p99Us),
     r.datagramsPerRt === null ? '-' : r.datagramsPerRt.toFixed(2),
+    r.sendsPerRt === null ? '-' : r.sendsPerRt.toFixed(3),
+    r.recvsPerRt === null ? '-' : r.recvsPerRt.toFixed(3),
     String(r.rssClientMB),
     String(r.rssServerMB),
   ]);
@@ -210,38 +282,56 @@ function printTable(rows: Row[], durationMs: number, rounds: number): void {
   const format = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
   console.log(format(header));
   for (const line of lines) console.log(format(line));
+  console.log('(dgrams, sends, recvs: datagrams and send/receive system calls of both sides per round trip)');
 }
 
-type Figures = { roundTripsPerSec: number; usPerRtClient: number; usPerRtServer: number; p50Us: number; p99Us: number; datagramsPerRt?: number };
+type Figures = {
+  roundTripsPerSec: number;
+  usPerRtClient: number;
+  usPerRtServer: number;
+  p50Us: number;
+  p99Us: number;
+  datagramsPerRt?: number;
+  sendCallsPerRt?: number;
+  recvCallsPerRt?: number;
+};
 
 function summary(
   rows: Row[],
+  quicIo: UdpIoKind,
   first: FirstResponseResult | null,
   floor: Floor | null,
-  ratios: Array<{ quic: string; tcp: string; ratio: number }>,
+  ratios: Ratio[],
   failures: Array<{ label: string; error: string }>,
 ): object {
-  const group = (prefix: string): Record<string, Figures> => {
+  /** Rows `<prefix> <key>[ <suffix>]` keyed by <key> ('1x40', '40' ...). */
+  const group = (prefix: string, suffix = ''): Record<string, Figures> => {
     const out: Record<string, Figures> = {};
     for (const r of rows) {
-      if (!r.label.startsWith(`${prefix} `)) continue;
-      out[r.label.slice(prefix.length + 1)] = {
+      if (!r.label.startsWith(`${prefix} `) || !r.label.endsWith(suffix)) continue;
+      out[r.label.slice(prefix.length + 1, r.label.length - suffix.length)] = {
         roundTripsPerSec: r.roundTripsPerSec,
         usPerRtClient: r.usPerRtClient,
         usPerRtServer: r.usPerRtServer,
         p50Us: r.p50Us,
         p99Us: r.p99Us,
         ...(r.datagramsPerRt !== null ? { datagramsPerRt: r.datagramsPerRt } : {}),
+        ...(r.sendsPerRt !== null ? { sendCallsPerRt: r.sendsPerRt } : {}),
+        ...(r.recvsPerRt !== null ? { recvCallsPerRt: r.recvsPerRt } : {}),
       };
     }
     return out;
   };
   return {
-    quic: group('quic'),
+    quic: group('quic', ` ${quicIo}`),
+    quicIo,
+    quicDgram: group('quic', ' dgram'),
     tcp: group('tcp'),
     matrixaiHighLevel: group('matrixai'),
     firstResponseRtts: first === null ? null : { full: first.full, zeroRtt: first.zeroRtt, measuredRttMs: first.measuredRttMs },
-    quicVsTcpCpu: Object.fromEntries(ratios.map((r) => [`quic ${r.quic} / tcp ${r.tcp}`, Math.round(r.ratio * 100) / 100])),
+    quicVsTcpCpu: Object.fromEntries(
+      ratios.map((r) => [`quic ${r.quic} / tcp ${r.tcp}`, { client: round2(r.client), server: round2(r.server), both: round2(r.ratio) }]),
+    ),
     floor,
     notAvailable: failures,
   };

@@ -15,7 +15,13 @@ import { pgTarget, POOL_SIZE, quicPlan, tcpPlan } from './stack/quicpool-plans.j
 import type { PreparedVariant, Scenario, ScenarioContext, ScenarioResult, VariantRun } from './types.js';
 
 const CLIENTS = 50;
-const WARMUP_MS = 500;
+/**
+ * Every variant warms up this long before its window: V8 compiles a path's hot functions during
+ * its first second or so, and the QUIC path has more of them (the quiche binding's calls, the
+ * endpoint); with 0.5 s the 2-s window of --quick measured its compilation (QUIC/TCP 0.5-0.9x
+ * at 0.5 s against 0.95-1.2x at 2 s in runs on 2026-12-01).
+ */
+const WARMUP_MS = 2_000;
 
 type Target = 'direct' | 'quicpool-tcp' | 'quicpool-quic' | 'pgbouncer';
 

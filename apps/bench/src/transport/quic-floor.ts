@@ -2,12 +2,15 @@
 // - quiche alone: two raw quiche connections wired back to back in memory (no sockets), the
 //   same 200-byte request/response on `streams` streams, CPU per round trip per side;
 // - Node UDP alone: two dgram sockets in this process bouncing 200-byte datagrams, `streams`
-//   in flight, CPU per datagram (= per round trip per side).
+//   in flight, CPU per datagram (= per round trip per side);
+// - the native batched module alone: the same with @quicpool/udp (recvmmsg/sendmmsg, GSO/GRO).
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { quiche } from '@matrixai/quic/native/index.js';
 import type { Config } from '@matrixai/quic/native/index.js';
 import { generateDevCertificates } from '@quicpool/transport';
+import { BatchedUdpSocket, loadUdpBinding, udpAddress } from '@quicpool/udp';
+import type { UdpAddress } from '@quicpool/udp';
 
 export interface FloorResult {
   quicheUsPerRoundTripPerSide: number;
@@ -102,4 +105,47 @@ export async function udpFloor(inFlight: number, durationMs = 1500): Promise<num
   // Each datagram costs one send on one side and one receive on the other: per side per round
   // trip (one datagram each way) that is the CPU of one send + one receive.
   return (cpu.user + cpu.system) / Math.max(1, dgrams);
+}
+
+/**
+ * The native batched module alone (@quicpool/udp): two sockets in this process bouncing 200-byte
+ * datagrams, `inFlight` at a time, each batch answered with one sendmmsg. CPU per datagram (= per
+ * round trip per side, as `udpFloor`). Null when the module is not available here.
+ */
+export async function nativeUdpFloor(inFlight: number, durationMs = 1500): Promise<number | null> {
+  if (!loadUdpBinding().available) return null;
+  const payload = Buffer.alloc(200, 0x61);
+  let n = 0;
+  let running = true;
+  const answer = (s: BatchedUdpSocket, count: number, to: UdpAddress | null): void => {
+    n += count;
+    if (!running) return;
+    for (let i = 0; i < count; i++) {
+      s.txSlot(i).set(payload);
+      s.setTx(i, payload.length, to);
+    }
+    s.send(count);
+  };
+  let yAddress: UdpAddress | null = null;
+  const x = BatchedUdpSocket.open({ address: '127.0.0.1', onDatagrams: (s, c) => answer(s, c, yAddress), onError: () => {} });
+  const y = BatchedUdpSocket.open({
+    address: '127.0.0.1',
+    connect: { address: '127.0.0.1', port: x.info().port! },
+    onDatagrams: (s, c) => answer(s, c, null),
+    onError: () => {},
+  });
+  yAddress = udpAddress('127.0.0.1', y.info().port!);
+  try {
+    answer(y, inFlight, null);
+    await new Promise((r) => setTimeout(r, 300));
+    const n0 = n;
+    const cpu0 = process.cpuUsage();
+    await new Promise((r) => setTimeout(r, durationMs));
+    const cpu = process.cpuUsage(cpu0);
+    return (cpu.user + cpu.system) / Math.max(1, n - n0);
+  } finally {
+    running = false;
+    x.close();
+    y.close();
+  }
 }

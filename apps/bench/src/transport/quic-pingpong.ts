@@ -5,7 +5,7 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
-import type { SessionStream } from '@quicpool/transport';
+import type { SessionStream, UdpIoKind } from '@quicpool/transport';
 
 export interface QuicPingPongOptions {
   connections: number;
@@ -16,6 +16,8 @@ export interface QuicPingPongOptions {
   payloadBytes?: number;
   /** Script to fork as the server: it must call `runQuicPingPongServerChild()` when started with SERVER_FLAG. */
   serverScript: string;
+  /** The UDP I/O path of both endpoints (the native batched module or node:dgram). */
+  udpIo: UdpIoKind;
 }
 
 export interface QuicPingPongResult {
@@ -28,6 +30,11 @@ export interface QuicPingPongResult {
   serverCpuUsPerRoundTrip: number;
   /** Datagrams in both directions per round trip (request + response = 2 at best). */
   datagramsPerRoundTrip: number;
+  /** Send and receive system calls of both sides per round trip (sendmmsg/recvmmsg batch them). */
+  sendCallsPerRoundTrip: number;
+  recvCallsPerRoundTrip: number;
+  /** The I/O path both endpoints really used (they report it). */
+  udpIo: UdpIoKind;
   p50Us: number;
   p99Us: number;
   clientRssMb: number;
@@ -36,11 +43,11 @@ export interface QuicPingPongResult {
 
 export const SERVER_FLAG = '--quic-pingpong-server';
 
-type ToChild = { t: 'listen'; cert: string; key: string } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
+type ToChild = { t: 'listen'; cert: string; key: string; udpIo: UdpIoKind } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
 type FromChild =
   | { t: 'listening'; port: number }
   | { t: 'started' }
-  | { t: 'stopped'; cpuUs: number; datagramsOut: number; datagramsIn: number; rss: number };
+  | { t: 'stopped'; cpuUs: number; datagramsOut: number; datagramsIn: number; sendCalls: number; recvCalls: number; rss: number; io: UdpIoKind };
 
 /** Entry point of the forked server process. */
 export function runQuicPingPongServerChild(): void {
@@ -48,11 +55,13 @@ export function runQuicPingPongServerChild(): void {
   let cpu0 = process.cpuUsage();
   let out0 = 0;
   let in0 = 0;
+  let sends0 = 0;
+  let recvs0 = 0;
   const send = (m: FromChild): void => void process.send?.(m);
   process.on('message', (m: ToChild) => {
     switch (m.t) {
       case 'listen':
-        void QuicListener.listen({ cert: m.cert, key: m.key, maxStreamsPerConnection: 1000 }).then((l) => {
+        void QuicListener.listen({ cert: m.cert, key: m.key, maxStreamsPerConnection: 1000, udpIo: m.udpIo }).then((l) => {
           listener = l;
           l.onSession((s: SessionStream) => {
             s.on('error', () => {});
@@ -66,6 +75,8 @@ export function runQuicPingPongServerChild(): void {
         const st = listener?.stats();
         out0 = st?.datagramsOut ?? 0;
         in0 = st?.datagramsIn ?? 0;
+        sends0 = st?.sendCalls ?? 0;
+        recvs0 = st?.recvCalls ?? 0;
         cpu0 = process.cpuUsage();
         send({ t: 'started' });
         break;
@@ -76,7 +87,8 @@ export function runQuicPingPongServerChild(): void {
         send({
           t: 'stopped', cpuUs: cpu.user + cpu.system,
           datagramsOut: (st?.datagramsOut ?? 0) - out0, datagramsIn: (st?.datagramsIn ?? 0) - in0,
-          rss: process.memoryUsage().rss,
+          sendCalls: (st?.sendCalls ?? 0) - sends0, recvCalls: (st?.recvCalls ?? 0) - recvs0,
+          rss: process.memoryUsage().rss, io: st?.io ?? 'dgram',
         });
         break;
       }
@@ -120,10 +132,10 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
   });
   const dialer = { current: null as QuicDialer | null };
   try {
-    const l = await request(child, { t: 'listen', cert: certs.certPem, key: certs.keyPem }, 'listening');
+    const l = await request(child, { t: 'listen', cert: certs.certPem, key: certs.keyPem, udpIo: opts.udpIo }, 'listening');
     if (l.t !== 'listening') throw new Error('unexpected reply');
     const d = new QuicDialer({
-      host: '127.0.0.1', port: l.port, serverName: 'localhost', ca: certs.caPem, connections: opts.connections,
+      host: '127.0.0.1', port: l.port, serverName: 'localhost', ca: certs.caPem, connections: opts.connections, udpIo: opts.udpIo,
     });
     dialer.current = d;
     const total = opts.connections * opts.streamsPerConnection;
@@ -169,6 +181,7 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
     const rtsCounted = roundTrips;
     const srv = await request(child, { t: 'stop' }, 'stopped');
     if (srv.t !== 'stopped') throw new Error('unexpected reply');
+    if (st1.io !== opts.udpIo || srv.io !== opts.udpIo) throw new Error(`asked for ${opts.udpIo} UDP I/O, the endpoints used ${st1.io}/${srv.io}`);
     running = false;
     const clientRss = process.memoryUsage().rss;
 
@@ -185,6 +198,9 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
       serverCpuUsPerRoundTrip: round1(srv.cpuUs / rt),
       // Every datagram is counted once: what the client sent plus what the server sent.
       datagramsPerRoundTrip: round2((st1.datagramsOut - st0.datagramsOut + srv.datagramsOut) / rt),
+      sendCallsPerRoundTrip: round2((st1.sendCalls - st0.sendCalls + srv.sendCalls) / rt),
+      recvCallsPerRoundTrip: round2((st1.recvCalls - st0.recvCalls + srv.recvCalls) / rt),
+      udpIo: opts.udpIo,
       p50Us: Math.round(pct(0.5)),
       p99Us: Math.round(pct(0.99)),
       clientRssMb: Math.round(clientRss / 1048576),
