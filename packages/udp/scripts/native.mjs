@@ -7,6 +7,9 @@
 //                                      platform is shipped (prebuilds/) or a build exists; otherwise
 //                                      build from source. Never fails the install: without the module
 //                                      @quicpool/transport uses node:dgram and says so once
+//   node scripts/native.mjs prebuild  the release step: prebuildify writes prebuilds/linux-x64/*.node
+//                                      (Node-API, so one binary serves every Node version >= 20), which
+//                                      the published package ships; never committed
 //   --force                            rebuild in any case
 //
 // Headers: when this Node's own headers are installed beside it (<prefix>/include/node, as on
@@ -42,12 +45,18 @@ function nodeGyp() {
   return existsSync(bundled) ? bundled : null;
 }
 
+/** Points node-gyp at this Node's own headers when they are installed beside it (no download). */
+function localNodedir() {
+  const prefix = join(dirname(process.execPath), '..');
+  return existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? prefix : null;
+}
+
 function build() {
   const gyp = nodeGyp();
   if (gyp === null) return { ok: false, why: 'node-gyp not found (neither a dependency nor npm\'s own copy)' };
   const args = [gyp, 'rebuild', '--release'];
-  const prefix = join(dirname(process.execPath), '..');
-  if (existsSync(join(prefix, 'include', 'node', 'node_api.h'))) args.push(`--nodedir=${prefix}`);
+  const nodedir = localNodedir();
+  if (nodedir !== null) args.push(`--nodedir=${nodedir}`);
   const r = spawnSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
   if (r.status === 0 && existsSync(output)) return { ok: true };
   const tail = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
@@ -58,6 +67,15 @@ if (process.platform !== 'linux') {
   // recvmmsg/sendmmsg, GSO and GRO are Linux's: elsewhere the transport uses node:dgram.
   console.log('[@quicpool/udp] not Linux: no native module (node:dgram is used)');
   process.exit(0);
+}
+
+if (mode === 'prebuild') {
+  // Against this Node's headers (-t): a Node-API module's ABI does not depend on the version.
+  const bin = createRequire(import.meta.url).resolve('prebuildify/bin.js');
+  const nodedir = localNodedir();
+  const env = nodedir === null ? process.env : { ...process.env, npm_config_nodedir: nodedir };
+  const r = spawnSync(process.execPath, [bin, '--napi', '--strip', '-t', process.versions.node], { cwd: root, stdio: 'inherit', env });
+  process.exit(r.status ?? 1);
 }
 
 if (mode === 'install') {
