@@ -17,6 +17,7 @@ const { values } = parseCommandLine('pnpm bench:netpath', {
     'delay-down-ms': { type: 'string' },
     loss: { type: 'string', default: '0' },
     cc: { type: 'string', default: 'bbr' },
+    'realtime-priority': { type: 'string', default: '10' },
     probes: { type: 'string', default: '200' },
     'probe-rate': { type: 'string', default: '100' },
     'load-pps': { type: 'string', default: '4000' },
@@ -70,7 +71,12 @@ async function measure(): Promise<void> {
   if (cc !== 'bbr' && cc !== 'reno') throw new Error('--cc must be bbr or reno (cubic is not allowed by this kernel)');
   const loadPps = numberOption('load-pps', values['load-pps']);
   const loadSeconds = numberOption('load-seconds', values['load-seconds']);
-  const path: PacketPath = await createPacketPath({ delayMs: { up, down }, lossRate: numberOption('loss', values.loss), congestionControl: cc });
+  const path: PacketPath = await createPacketPath({
+    delayMs: { up, down },
+    lossRate: numberOption('loss', values.loss),
+    congestionControl: cc,
+    realtimePriority: numberOption('realtime-priority', values['realtime-priority']),
+  });
   try {
     process.stdout.write(`${path.description}\n`);
     const rtt = await path.measureRtt({ count: numberOption('probes', values.probes), ratePerSec: numberOption('probe-rate', values['probe-rate']), size: 64 });
