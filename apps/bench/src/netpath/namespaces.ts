@@ -4,6 +4,7 @@
 // tell a leftover from a namespace that is still in use.
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 export const CLIENT_NS_PREFIX = 'qpwc';
 export const SERVER_NS_PREFIX = 'qpws';
@@ -49,12 +50,14 @@ export function deleteNamespace(name: string): void {
   }
 }
 
+/** True while `pid` runs; a zombie (exited, not yet reaped: it holds no fds any more) counts as gone. */
 export function processAlive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error instanceof Error && 'code' in error && error.code === 'EPERM';
+    // "<pid> (<comm>) <state> ...": comm may hold spaces and parentheses, the state follows the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
   }
 }
 

@@ -10,12 +10,13 @@ import { spawn } from 'node:child_process';
 // Plain JavaScript for `node -e`: it must run from the bundled bench too, where no .ts exists.
 const WATCHDOG_SOURCE = `
 const { execFileSync } = require('node:child_process');
-const { readlinkSync } = require('node:fs');
+const { readFileSync, readlinkSync } = require('node:fs');
 const names = process.argv.slice(1);
 let forwarder = null;
 let done = false;
 let pending = '';
-const alive = (pid) => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+// A zombie (exited, its parent not yet reaped it) holds no TUN fd any more: it counts as gone.
+const alive = (pid) => { try { const s = readFileSync('/proc/' + pid + '/stat', 'utf8'); return s[s.lastIndexOf(')') + 2] !== 'Z'; } catch { return false; } };
 // Only the forwarder we were told about: a recycled pid running something else is left alone.
 const isForwarder = () => { try { return forwarder !== null && readlinkSync('/proc/' + forwarder.pid + '/exe') === forwarder.exe; } catch { return false; } };
 function cleanUp() {
