@@ -120,7 +120,7 @@ if (reason !== null) {
         const r = await sendNumberedDatagrams(path.clientNs, path.serverNs, path.serverIp, count, 5_000, 200, 300);
         return { ...r, stats: await path.stats() };
       });
-      expect(first.sent).toBe(count);
+      expect(first).toMatchObject({ sent: count, sendErrors: 0 });
       expect(first.sink).toMatchObject({ duplicates: 0, strays: 0 });
       const lost = count - first.sink.received;
       const sigma = Math.sqrt(count * rate * (1 - rate));
@@ -135,6 +135,7 @@ if (reason !== null) {
       const again = await withPath(await createPacketPath({ delayMs: 1, lossRate: { up: rate, down: 0 }, seed: 7 }), (path) =>
         sendNumberedDatagrams(path.clientNs, path.serverNs, path.serverIp, 3_000, 5_000, 200, 300),
       );
+      expect(again).toMatchObject({ sent: 3_000, sendErrors: 0 });
       expect(again.sink.missing).toEqual(first.sink.missing.filter((n) => n < 3_000));
     });
 
@@ -143,6 +144,7 @@ if (reason !== null) {
       await withPath(await createPacketPath({ rateBps: { up: 1_000_000, down: 0 }, queuePackets: 40 }), async (path) => {
         const r = await sendNumberedDatagrams(path.clientNs, path.serverNs, path.serverIp, 400, 0, 1_000, 600);
         const stats = await path.stats();
+        expect(r).toMatchObject({ sent: 400, sendErrors: 0 });
         expect(stats.up.queueDrops).toBeGreaterThan(0);
         expect(stats.up.randomDrops).toBe(0);
         expect(stats.up.rateWaitedPackets).toBeGreaterThan(0);

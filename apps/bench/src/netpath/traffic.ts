@@ -28,7 +28,8 @@ process.on('SIGTERM', () => {
 });
 `;
 
-// Sends datagrams 0..count-1 (size bytes) at rate per second, then reports and exits.
+// Sends datagrams 0..count-1 (size bytes) at rate per second (0: all at once), then reports
+// how many it sent and how many sends failed locally (those never reached the path).
 const BLAST_SOURCE = `
 const dgram = require('node:dgram');
 const [host, port, count, rate, size] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
@@ -133,19 +134,27 @@ async function stopAll(nodes: readonly NamespacedNode[]): Promise<void> {
  * Sends `count` numbered datagrams of `size` bytes from `fromNs` to `toIp` in `toNs` at
  * `ratePerSec`; waits `settleMs` after the last for stragglers, then asks the sink what came.
  */
-export async function sendNumberedDatagrams(fromNs: string, toNs: string, toIp: string, count: number, ratePerSec: number, size: number, settleMs: number): Promise<{ sent: number; sink: SinkResult }> {
+export async function sendNumberedDatagrams(
+  fromNs: string,
+  toNs: string,
+  toIp: string,
+  count: number,
+  ratePerSec: number,
+  size: number,
+  settleMs: number,
+): Promise<{ sent: number; sendErrors: number; sink: SinkResult }> {
   const sink = await startNodeInNamespace(toNs, 'the UDP sink', SINK_SOURCE, [toIp, count]);
   const started: NamespacedNode[] = [sink];
   try {
     const blaster = await startNodeInNamespace(fromNs, 'the UDP blaster', BLAST_SOURCE, [toIp, num(sink.ready, 'port'), count, ratePerSec, size]);
     started.push(blaster);
-    const sent = num(fields(await blaster.result, 'the UDP blaster'), 'sent');
+    const blasted = fields(await blaster.result, 'the UDP blaster');
     await new Promise((resolve) => setTimeout(resolve, settleMs));
     await sink.stop();
     const r = fields(await sink.result, 'the UDP sink');
     const missing = r.missing;
     if (!Array.isArray(missing) || !missing.every((m): m is number => typeof m === 'number')) throw new Error('the UDP sink reported no missing list');
-    return { sent, sink: { received: num(r, 'received'), duplicates: num(r, 'duplicates'), strays: num(r, 'strays'), missing } };
+    return { sent: num(blasted, 'sent'), sendErrors: num(blasted, 'errors'), sink: { received: num(r, 'received'), duplicates: num(r, 'duplicates'), strays: num(r, 'strays'), missing } };
   } finally {
     await stopAll(started);
   }
