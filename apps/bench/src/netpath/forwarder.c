@@ -408,6 +408,7 @@ int main(int argc, char **argv) {
   if (queue_packets < 1 || queue_packets > MAX_QUEUE_PACKETS) die("--queue-packets must be 1..%u", MAX_QUEUE_PACKETS);
   if (queue_bytes < SLOT_BYTES) die("--queue-bytes must be at least %d", SLOT_BYTES);
   if (priority > 99) die("--realtime-priority must be 0..99");
+  if (burst_bytes > (1u << 30)) die("--burst-bytes must be at most 1 GiB"); // keeps bytes * 8e9 in 64 bits
   if (up.delay_ns > 60 * NS_PER_S || down.delay_ns > 60 * NS_PER_S) die("a delay above 60 s is not a WAN");
   // Each direction draws from its own stream, so one direction's traffic cannot shift the other's drops.
   up.rng = seed;
