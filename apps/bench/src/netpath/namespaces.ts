@@ -5,6 +5,7 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { parseStatState } from '../telemetry/proc.js';
 
 export const CLIENT_NS_PREFIX = 'qpwc';
 export const SERVER_NS_PREFIX = 'qpws';
@@ -53,9 +54,8 @@ export function deleteNamespace(name: string): void {
 /** True while `pid` runs; a zombie (exited, not yet reaped: it holds no fds any more) counts as gone. */
 export function processAlive(pid: number): boolean {
   try {
-    // "<pid> (<comm>) <state> ...": comm may hold spaces and parentheses, the state follows the last ')'.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+    const state = parseStatState(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return state !== null && state !== 'Z';
   } catch {
     return false;
   }

@@ -16,6 +16,7 @@ let forwarder = null;
 let done = false;
 let pending = '';
 // A zombie (exited, its parent not yet reaped it) holds no TUN fd any more: it counts as gone.
+// (The state letter follows the last ')' of /proc/<pid>/stat, as parseStatState reads it.)
 const alive = (pid) => { try { const s = readFileSync('/proc/' + pid + '/stat', 'utf8'); return s[s.lastIndexOf(')') + 2] !== 'Z'; } catch { return false; } };
 // Only the forwarder we were told about: a recycled pid running something else is left alone.
 const isForwarder = () => { try { return forwarder !== null && readlinkSync('/proc/' + forwarder.pid + '/exe') === forwarder.exe; } catch { return false; } };
