@@ -172,23 +172,23 @@ function parseReady(line: string): ForwarderReady | null {
 }
 
 export function forwarderArgs(o: ForwarderOptions): string[] {
-  const us = (v: number): string => String(Math.round(v));
+  const int = (v: number): string => String(Math.round(v));
   return [
     ['--client-ns', o.clientNs],
     ['--client-tun', o.clientTun],
     ['--server-ns', o.serverNs],
     ['--server-tun', o.serverTun],
-    ['--up-delay-us', us(o.upDelayUs)],
-    ['--down-delay-us', us(o.downDelayUs)],
+    ['--up-delay-us', int(o.upDelayUs)],
+    ['--down-delay-us', int(o.downDelayUs)],
     ['--up-loss', String(o.upLoss)],
     ['--down-loss', String(o.downLoss)],
     ['--seed', String(o.seed)],
-    ['--up-rate-bps', us(o.upRateBps)],
-    ['--down-rate-bps', us(o.downRateBps)],
-    ['--burst-bytes', us(o.burstBytes)],
-    ['--queue-packets', us(o.queuePackets)],
-    ['--queue-bytes', us(o.queueBytes)],
-    ['--realtime-priority', us(o.realtimePriority)],
+    ['--up-rate-bps', int(o.upRateBps)],
+    ['--down-rate-bps', int(o.downRateBps)],
+    ['--burst-bytes', int(o.burstBytes)],
+    ['--queue-packets', int(o.queuePackets)],
+    ['--queue-bytes', int(o.queueBytes)],
+    ['--realtime-priority', int(o.realtimePriority)],
   ].flat();
 }
 
