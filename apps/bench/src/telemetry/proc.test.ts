@@ -1,11 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { ProcDeltaReader, parseStatCpuTicks, parseStatusRssBytes, readProcSample } from './proc.js';
+import { ProcDeltaReader, parseStatCpuTicks, parseStatState, parseStatusRssBytes, readProcSample } from './proc.js';
 
 describe('/proc reader', () => {
   it('parses utime+stime after a command name with spaces and parentheses', () => {
     const stat = '4242 (my (odd) proc) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 11 0 12345 1000000 2000 18446744073709551615';
     expect(parseStatCpuTicks(stat)).toBe(325);
     expect(parseStatCpuTicks('garbage')).toBeNull();
+  });
+
+  it('reads the state letter after a command name with parentheses', () => {
+    expect(parseStatState('4242 (my (odd) proc) S 1 4242')).toBe('S');
+    expect(parseStatState('77 (forwarder) Z 1 77')).toBe('Z');
+    expect(parseStatState('garbage')).toBeNull();
   });
 
   it('parses VmRSS in kB', () => {

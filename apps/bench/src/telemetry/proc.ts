@@ -46,6 +46,13 @@ export function parseStatCpuTicks(stat: string): number | null {
   return utime + stime;
 }
 
+/** The state letter (field 3: R, S, D, Z for a zombie, ...) from the text of /proc/<pid>/stat. */
+export function parseStatState(stat: string): string | null {
+  const close = stat.lastIndexOf(')');
+  const state = close < 0 ? '' : stat.charAt(close + 2);
+  return state === '' ? null : state;
+}
+
 /** VmRSS in bytes from the text of /proc/<pid>/status. */
 export function parseStatusRssBytes(status: string): number | null {
   const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);

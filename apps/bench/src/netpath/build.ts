@@ -1,0 +1,88 @@
+// The packet forwarder is a small C program (forwarder.c, libc only) compiled with the machine's
+// `cc` at first use: a build step in the package would need a compiler everywhere the bench is
+// merely installed, and a prebuilt binary would be one more thing to keep in step with the source.
+// The binary lives in a cache folder outside the source tree, named by a hash of the source and
+// the flags, so an edit rebuilds it and an unchanged source reuses it.
+//
+// The source is found from the package folder (the nearest package.json named @quicpool/bench
+// above this module), because this module runs from src/ under vitest, bundled into dist/bin/ by
+// tsup, and from the bench's private copy under node_modules/.cache/; all three sit below it.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PACKAGE_NAME = '@quicpool/bench';
+const SOURCE_IN_PACKAGE = join('src', 'netpath', 'forwarder.c');
+export const CC_FLAGS: readonly string[] = ['-O2', '-Wall', '-Wextra', '-Werror'];
+
+function packageNameAt(dir: string): string | null {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    if (typeof parsed === 'object' && parsed !== null && 'name' in parsed && typeof parsed.name === 'string') return parsed.name;
+  } catch {
+    // no package.json here (or not JSON): keep walking up
+  }
+  return null;
+}
+
+/** Where forwarder.c is, or null when the package folder (or the file in it) cannot be found. */
+export function forwarderSourcePath(from: string = fileURLToPath(import.meta.url)): string | null {
+  for (let dir = dirname(from); ; dir = dirname(dir)) {
+    if (packageNameAt(dir) === PACKAGE_NAME) {
+      const source = join(dir, SOURCE_IN_PACKAGE);
+      return existsSync(source) ? source : null;
+    }
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+/** Why the forwarder cannot be built here, or null (cheap checks: the source and a `cc`). */
+export function forwarderBuildUnavailableReason(): string | null {
+  if (forwarderSourcePath() === null) return `forwarder.c not found (looked for ${SOURCE_IN_PACKAGE} in the ${PACKAGE_NAME} package folder)`;
+  try {
+    execFileSync('cc', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return 'no C compiler (`cc`) to build the packet forwarder (apt-get install gcc)';
+  }
+  return null;
+}
+
+/**
+ * A cache folder only we can write to: the binary runs as root, so a folder someone else could
+ * have created in the shared temp directory (and put a binary into) must not be trusted.
+ */
+function privateCacheDir(dir: string): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+  if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o022) !== 0) {
+    throw new Error(`${dir} is not a private folder of this user (owner ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): remove it`);
+  }
+  return dir;
+}
+
+/** The compiled forwarder's path; compiles it first when this source version has no binary yet. */
+export function ensureForwarderBinary(): string {
+  const source = forwarderSourcePath();
+  if (source === null) throw new Error(forwarderBuildUnavailableReason() ?? 'forwarder.c not found');
+  const text = readFileSync(source);
+  const hash = createHash('sha256').update(text).update(CC_FLAGS.join(' ')).digest('hex').slice(0, 16);
+  const dir = privateCacheDir(join(tmpdir(), `quicpool-netpath-${hash}`));
+  const binary = join(dir, 'forwarder');
+  if (existsSync(binary)) return binary;
+  process.stderr.write(`building the packet forwarder with cc ${CC_FLAGS.join(' ')} (${source} -> ${binary})\n`);
+  // Compile next to the final name and rename: a concurrent build or a crash mid-way never leaves
+  // a half-written binary under the name that is reused.
+  const partial = `${binary}.${process.pid}.tmp`;
+  try {
+    execFileSync('cc', [...CC_FLAGS, '-o', partial, source], { stdio: ['ignore', 'inherit', 'inherit'] });
+    renameSync(partial, binary);
+  } catch (error) {
+    rmSync(partial, { force: true });
+    throw new Error(`could not build the packet forwarder: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return binary;
+}

@@ -1,0 +1,509 @@
+// The packet-level WAN path: one TUN device in the client's network namespace, one in the
+// server's, and this process moving IP packets between them after a fixed one-way delay per
+// direction, with optional random loss, a rate limit and a bounded queue. The kernel here has no
+// netem (no qdisc can hold a packet for a set time), so the delay is done in user space; since the
+// forwarder moves packets, not bytes, TCP's own loss detection and retransmission run over the
+// full round trip, exactly as on a real WAN.
+//
+// One thread: epoll over the two TUN fds, one timerfd per direction (absolute CLOCK_MONOTONIC
+// deadlines, so a packet is released to the nanosecond the kernel can manage and never before
+// its due time, which epoll's millisecond timeout could not promise), a signalfd and stdin.
+//
+// stdout: one JSON line {"ready":true,...} once both TUNs are open, then one stats line per
+// SIGUSR1 and one at exit. It exits cleanly on SIGTERM, SIGINT, SIGHUP, EOF on stdin (the parent
+// holds our stdin, so we end with it) and the parent's death (PR_SET_PDEATHSIG).
+//
+// Build: cc -O2 -Wall -Wextra -Werror -o forwarder forwarder.c (libc only).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+// Larger than any MTU the path is given (1500): a read that fills the slot was truncated.
+#define SLOT_BYTES 2048
+// Packets read from one TUN per loop turn, so a flood in one direction cannot hold back the
+// other direction's releases for long (epoll is level-triggered: the rest is read next turn).
+#define READ_BURST 256
+#define MAX_QUEUE_PACKETS (1u << 20)
+// Lateness (release minus due) histogram: 1 µs buckets; the last one holds everything above.
+#define LATE_BUCKETS 4096
+#define NS_PER_S 1000000000ull
+
+enum { TAG_UP_TUN, TAG_DOWN_TUN, TAG_UP_TIMER, TAG_DOWN_TIMER, TAG_SIGNAL, TAG_STDIN };
+
+struct packet {
+  uint64_t stamp_ns; // CLOCK_MONOTONIC when read
+  uint64_t due_ns;   // earliest release: stamp (or later, for the rate) + delay
+  uint32_t len;
+};
+
+struct direction {
+  const char *name; // "up" = client to server, "down" = server to client
+  int in_fd, out_fd, timer_fd;
+  uint64_t delay_ns;
+  double loss;
+  uint64_t rng; // splitmix64 state: one draw per packet read, so the k-th packet's fate depends only on the seed
+  uint64_t rate_bps; // 0 = unlimited
+  uint64_t burst_ns; // GCRA tolerance: how far ahead of the rate a burst may run
+  uint64_t tat_ns;   // GCRA theoretical arrival time
+  // The FIFO ring: the delay is the same for every packet of a direction and due times only
+  // grow, so the head is always the next packet to leave.
+  struct packet *meta;
+  unsigned char *data;
+  uint32_t cap, head, count, max_count;
+  uint64_t queued_bytes, max_bytes;
+  uint64_t armed_ns; // the timer's pending deadline; 0 = none (disarmed, or fired)
+  // Stats.
+  uint64_t packets, bytes, random_drops, queue_drops, oversize_drops, write_errors, read_errors;
+  uint64_t rate_waited, rate_wait_ns;
+  uint64_t tif_min_ns, tif_max_ns, tif_sum_ns; // time in forwarder: release minus stamp
+  uint64_t late_max_ns, late_sum_ns;           // release minus due
+  uint32_t late_hist[LATE_BUCKETS];
+};
+
+static struct direction up = {.name = "up"}, down = {.name = "down"};
+static unsigned char scratch[SLOT_BYTES]; // where packets that will be dropped are read to
+static uint64_t started_ns;
+static char sched_text[96] = "other";
+static char mlock_text[96] = "false";
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("forwarder: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1.0p-53; }
+
+// ---- output: every line is built in a bounded buffer and written with one write() ----
+
+struct out {
+  char buf[4096];
+  size_t len;
+};
+
+static void put(struct out *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(o->buf + o->len, sizeof o->buf - o->len, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof o->buf - o->len) die("output line too long");
+  o->len += (size_t)n;
+}
+
+static void emit(struct out *o) {
+  put(o, "\n");
+  size_t off = 0;
+  while (off < o->len) {
+    ssize_t w = write(STDOUT_FILENO, o->buf + off, o->len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return; // the parent stopped reading: nothing to report to
+    off += (size_t)w;
+  }
+}
+
+static double us(uint64_t ns) { return (double)ns / 1000.0; }
+
+// The lateness below which a share q of the packets left (upper edge of its 1 µs bucket).
+static unsigned late_quantile_us(const struct direction *d, double q) {
+  uint64_t rank = (uint64_t)(q * (double)d->packets), seen = 0;
+  for (unsigned i = 0; i < LATE_BUCKETS; i++) {
+    seen += d->late_hist[i];
+    if (seen > rank) return i + 1;
+  }
+  return LATE_BUCKETS;
+}
+
+static void put_direction(struct out *o, const struct direction *d) {
+  put(o, "\"%s\":{\"packets\":%llu,\"bytes\":%llu,\"randomDrops\":%llu,\"queueDrops\":%llu,", d->name,
+      (unsigned long long)d->packets, (unsigned long long)d->bytes, (unsigned long long)d->random_drops,
+      (unsigned long long)d->queue_drops);
+  put(o, "\"oversizeDrops\":%llu,\"writeErrors\":%llu,\"readErrors\":%llu,\"rateWaitedPackets\":%llu,\"rateWaitUs\":%.1f,",
+      (unsigned long long)d->oversize_drops, (unsigned long long)d->write_errors, (unsigned long long)d->read_errors,
+      (unsigned long long)d->rate_waited, us(d->rate_wait_ns));
+  if (d->packets == 0) {
+    put(o, "\"timeInForwarderUs\":null,\"lateUs\":null,");
+  } else {
+    put(o, "\"timeInForwarderUs\":{\"min\":%.1f,\"mean\":%.1f,\"max\":%.1f},", us(d->tif_min_ns),
+        us(d->tif_sum_ns) / (double)d->packets, us(d->tif_max_ns));
+    put(o, "\"lateUs\":{\"mean\":%.1f,\"p50\":%u,\"p99\":%u,\"p999\":%u,\"max\":%.1f},", us(d->late_sum_ns) / (double)d->packets,
+        late_quantile_us(d, 0.5), late_quantile_us(d, 0.99), late_quantile_us(d, 0.999), us(d->late_max_ns));
+  }
+  put(o, "\"queued\":%u,\"maxQueued\":%u}", d->count, d->max_count);
+}
+
+static void print_stats(const char *why) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  struct out o = {.len = 0};
+  put(&o, "{\"stats\":\"%s\",", why);
+  put_direction(&o, &up);
+  put(&o, ",");
+  put_direction(&o, &down);
+  put(&o, ",\"cpuUserUs\":%lld,\"cpuSysUs\":%lld,\"uptimeUs\":%.0f,\"sched\":\"%s\",\"mlock\":%s}",
+      (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec, (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+      us(now_ns() - started_ns), sched_text, mlock_text);
+  emit(&o);
+}
+
+// ---- setup ----
+
+// Opens /dev/net/tun with this thread inside namespace `ns` (a name under /run/netns or a
+// path), so the device is created there, then returns the thread to its own namespace.
+static int open_tun(const char *ns, const char *ifname, int home_ns) {
+  char path[PATH_MAX];
+  int n = strchr(ns, '/') != NULL ? snprintf(path, sizeof path, "%s", ns) : snprintf(path, sizeof path, "/run/netns/%s", ns);
+  if (n < 0 || (size_t)n >= sizeof path) die("namespace path too long: %s", ns);
+  if (strlen(ifname) == 0 || strlen(ifname) >= IFNAMSIZ) die("TUN name must have 1..%d characters: '%s'", IFNAMSIZ - 1, ifname);
+  // The name is echoed in the JSON ready line: keep it to characters that need no escaping.
+  if (strspn(ifname, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(ifname)) die("TUN name has characters other than [A-Za-z0-9._-]: %s", ifname);
+  int ns_fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (ns_fd < 0) die("open %s: %s", path, strerror(errno));
+  if (setns(ns_fd, CLONE_NEWNET) < 0) die("setns %s: %s", path, strerror(errno));
+  close(ns_fd);
+  int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    memcpy(ifr.ifr_name, ifname, strlen(ifname));
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0) err = errno;
+  }
+  if (setns(home_ns, CLONE_NEWNET) < 0) die("setns back to the original namespace: %s", strerror(errno));
+  if (err != 0) die("TUN %s in %s: %s", ifname, path, strerror(err));
+  return fd;
+}
+
+static void setup_direction(struct direction *d, int in_fd, int out_fd, uint32_t cap, uint64_t max_bytes, uint64_t burst_bytes) {
+  d->in_fd = in_fd;
+  d->out_fd = out_fd;
+  d->cap = cap;
+  d->max_bytes = max_bytes;
+  d->meta = calloc(cap, sizeof *d->meta);
+  d->data = calloc(cap, SLOT_BYTES);
+  if (d->meta == NULL || d->data == NULL) die("out of memory for a queue of %u packets", cap);
+  d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (d->timer_fd < 0) die("timerfd_create: %s", strerror(errno));
+  d->tif_min_ns = UINT64_MAX;
+  if (d->rate_bps == 0) return;
+  // The default burst: 1 ms at the rate, at least two full packets.
+  if (burst_bytes == 0) burst_bytes = d->rate_bps / 8000 > 3000 ? d->rate_bps / 8000 : 3000;
+  d->burst_ns = burst_bytes * 8 * NS_PER_S / d->rate_bps;
+}
+
+// Real-time scheduling keeps the release of a due packet from waiting behind other processes on
+// a busy 2-core machine; locked memory keeps page faults out of the path. Both are best effort.
+static void go_realtime(int priority) {
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); // default slack is 50 µs for normal tasks
+  if (priority <= 0) {
+    snprintf(sched_text, sizeof sched_text, "other (realtime off)");
+    return;
+  }
+  struct sched_param sp = {.sched_priority = priority};
+  if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
+    snprintf(sched_text, sizeof sched_text, "fifo:%d", priority);
+  else
+    snprintf(sched_text, sizeof sched_text, "other (SCHED_FIFO: %s)", strerror(errno));
+  if (mlockall(MCL_CURRENT | MCL_FUTURE) == 0)
+    snprintf(mlock_text, sizeof mlock_text, "true");
+  else
+    snprintf(mlock_text, sizeof mlock_text, "false");
+}
+
+// ---- the path ----
+
+static void read_side(struct direction *d) {
+  for (int i = 0; i < READ_BURST; i++) {
+    uint32_t tail = (d->head + d->count) % d->cap;
+    unsigned char *slot = d->count < d->cap ? d->data + (size_t)tail * SLOT_BYTES : scratch;
+    ssize_t n = read(d->in_fd, slot, SLOT_BYTES);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) d->read_errors++;
+      return;
+    }
+    uint64_t t = now_ns();
+    if (n == 0) continue;
+    if (n >= SLOT_BYTES) {
+      d->oversize_drops++;
+      continue;
+    }
+    // The random draw comes first and always, so drop decisions depend on the seed and the
+    // packet's index only, never on the queue's state.
+    if (d->loss > 0 && uniform01(&d->rng) < d->loss) {
+      d->random_drops++;
+      continue;
+    }
+    if (slot == scratch || d->queued_bytes + (uint64_t)n > d->max_bytes) {
+      d->queue_drops++;
+      continue;
+    }
+    uint64_t depart = t;
+    if (d->rate_bps > 0) {
+      // GCRA (a token bucket as a virtual clock): the packet may leave once the link has sent
+      // what came before it, less the burst tolerance; the delay then runs from there.
+      uint64_t increment = (uint64_t)n * 8 * NS_PER_S / d->rate_bps;
+      if (d->tat_ns > d->burst_ns && d->tat_ns - d->burst_ns > t) depart = d->tat_ns - d->burst_ns;
+      d->tat_ns = (d->tat_ns > t ? d->tat_ns : t) + increment;
+      if (depart > t) {
+        d->rate_waited++;
+        d->rate_wait_ns += depart - t;
+      }
+    }
+    struct packet *p = &d->meta[tail];
+    p->stamp_ns = t;
+    p->due_ns = depart + d->delay_ns;
+    p->len = (uint32_t)n;
+    d->count++;
+    d->queued_bytes += (uint64_t)n;
+    if (d->count > d->max_count) d->max_count = d->count;
+  }
+}
+
+static void release(struct direction *d) {
+  while (d->count > 0) {
+    struct packet *p = &d->meta[d->head];
+    uint64_t r = now_ns();
+    if (p->due_ns > r) break; // never early
+    ssize_t w = write(d->out_fd, d->data + (size_t)d->head * SLOT_BYTES, p->len);
+    if (w != (ssize_t)p->len) {
+      d->write_errors++; // e.g. the other TUN is not up yet
+    } else {
+      uint64_t tif = r - p->stamp_ns, late = r - p->due_ns;
+      d->packets++;
+      d->bytes += p->len;
+      if (tif < d->tif_min_ns) d->tif_min_ns = tif;
+      if (tif > d->tif_max_ns) d->tif_max_ns = tif;
+      d->tif_sum_ns += tif;
+      if (late > d->late_max_ns) d->late_max_ns = late;
+      d->late_sum_ns += late;
+      d->late_hist[late / 1000 < LATE_BUCKETS ? late / 1000 : LATE_BUCKETS - 1]++;
+    }
+    d->queued_bytes -= p->len;
+    d->head = (d->head + 1) % d->cap;
+    d->count--;
+  }
+}
+
+static void set_timer(struct direction *d, uint64_t deadline) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof its); // a zero it_value disarms
+  its.it_value.tv_sec = (time_t)(deadline / NS_PER_S);
+  its.it_value.tv_nsec = (long)(deadline % NS_PER_S);
+  if (timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) die("timerfd_settime: %s", strerror(errno));
+  d->armed_ns = deadline;
+}
+
+// Aims the timer at the head's due time. The timers are edge-triggered in epoll, so a fired
+// timer needs neither a read nor a disarm (each a syscall, ~1 µs in this VM): it stays quiet
+// until set again. Only a pending timer whose queue has emptied early is disarmed, to spare a
+// useless wake-up.
+static void arm(struct direction *d) {
+  if (d->count == 0) {
+    if (d->armed_ns != 0) set_timer(d, 0);
+    return;
+  }
+  uint64_t deadline = d->meta[d->head].due_ns;
+  if (deadline != d->armed_ns) set_timer(d, deadline);
+}
+
+// ---- command line ----
+
+static uint64_t parse_u64(const char *s, const char *what) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || s[0] == '-') die("--%s wants a non-negative integer, got '%s'", what, s);
+  return (uint64_t)v;
+}
+
+static double parse_probability(const char *s, const char *what) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !(v >= 0.0 && v <= 1.0)) die("--%s wants a probability in [0, 1], got '%s'", what, s);
+  return v;
+}
+
+static void usage(void) {
+  fputs("usage: forwarder --client-ns NS --client-tun NAME --server-ns NS --server-tun NAME\n"
+        "  [--up-delay-us N] [--down-delay-us N] [--up-loss P] [--down-loss P] [--seed N]\n"
+        "  [--up-rate-bps N] [--down-rate-bps N] [--burst-bytes N (default 1 ms at the rate)]\n"
+        "  [--queue-packets N] [--queue-bytes N] [--realtime-priority N (0 = off)]\n"
+        "up = client to server. NS is a name under /run/netns or a path.\n",
+        stderr);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  const char *client_ns = NULL, *client_tun = NULL, *server_ns = NULL, *server_tun = NULL;
+  uint64_t seed = 1, queue_packets = 4096, queue_bytes = 6u << 20, burst_bytes = 0;
+  int priority = 10;
+  static const struct option options[] = {
+      {"client-ns", required_argument, 0, 'a'},     {"client-tun", required_argument, 0, 'b'},
+      {"server-ns", required_argument, 0, 'c'},     {"server-tun", required_argument, 0, 'd'},
+      {"up-delay-us", required_argument, 0, 'e'},   {"down-delay-us", required_argument, 0, 'f'},
+      {"up-loss", required_argument, 0, 'g'},       {"down-loss", required_argument, 0, 'h'},
+      {"seed", required_argument, 0, 'i'},          {"up-rate-bps", required_argument, 0, 'j'},
+      {"down-rate-bps", required_argument, 0, 'k'}, {"burst-bytes", required_argument, 0, 'l'},
+      {"queue-packets", required_argument, 0, 'm'}, {"queue-bytes", required_argument, 0, 'n'},
+      {"realtime-priority", required_argument, 0, 'o'}, {0, 0, 0, 0},
+  };
+  for (int c; (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
+    switch (c) {
+      case 'a': client_ns = optarg; break;
+      case 'b': client_tun = optarg; break;
+      case 'c': server_ns = optarg; break;
+      case 'd': server_tun = optarg; break;
+      case 'e': up.delay_ns = parse_u64(optarg, "up-delay-us") * 1000; break;
+      case 'f': down.delay_ns = parse_u64(optarg, "down-delay-us") * 1000; break;
+      case 'g': up.loss = parse_probability(optarg, "up-loss"); break;
+      case 'h': down.loss = parse_probability(optarg, "down-loss"); break;
+      case 'i': seed = parse_u64(optarg, "seed"); break;
+      case 'j': up.rate_bps = parse_u64(optarg, "up-rate-bps"); break;
+      case 'k': down.rate_bps = parse_u64(optarg, "down-rate-bps"); break;
+      case 'l': burst_bytes = parse_u64(optarg, "burst-bytes"); break;
+      case 'm': queue_packets = parse_u64(optarg, "queue-packets"); break;
+      case 'n': queue_bytes = parse_u64(optarg, "queue-bytes"); break;
+      case 'o': priority = (int)parse_u64(optarg, "realtime-priority"); break;
+      default: usage();
+    }
+  }
+  if (optind != argc || !client_ns || !client_tun || !server_ns || !server_tun) usage();
+  if (queue_packets < 1 || queue_packets > MAX_QUEUE_PACKETS) die("--queue-packets must be 1..%u", MAX_QUEUE_PACKETS);
+  if (queue_bytes < SLOT_BYTES) die("--queue-bytes must be at least %d", SLOT_BYTES);
+  if (priority > 99) die("--realtime-priority must be 0..99");
+  if (burst_bytes > (1u << 30)) die("--burst-bytes must be at most 1 GiB"); // keeps bytes * 8e9 in 64 bits
+  if (up.delay_ns > 60 * NS_PER_S || down.delay_ns > 60 * NS_PER_S) die("a delay above 60 s is not a WAN");
+  // Each direction draws from its own stream, so one direction's traffic cannot shift the other's drops.
+  up.rng = seed;
+  down.rng = seed ^ 0xD1B54A32D192ED03ull;
+
+  // End with the parent even if it dies without closing our stdin (SIGKILL of a parent whose
+  // pipe another process inherited): the kernel sends us SIGTERM.
+  prctl(PR_SET_PDEATHSIG, SIGTERM, 0UL, 0UL, 0UL);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGUSR1);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) die("sigprocmask: %s", strerror(errno));
+  int sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sig_fd < 0) die("signalfd: %s", strerror(errno));
+
+  int home_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (home_ns < 0) die("open /proc/thread-self/ns/net: %s", strerror(errno));
+  int client_fd = open_tun(client_ns, client_tun, home_ns);
+  int server_fd = open_tun(server_ns, server_tun, home_ns);
+  close(home_ns);
+  setup_direction(&up, client_fd, server_fd, (uint32_t)queue_packets, queue_bytes, burst_bytes);
+  setup_direction(&down, server_fd, client_fd, (uint32_t)queue_packets, queue_bytes, burst_bytes);
+  go_realtime(priority); // after the queues are allocated, so mlockall locks them too
+
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) die("epoll_create1: %s", strerror(errno));
+  struct {
+    int fd;
+    uint32_t tag;
+  } watched[] = {{client_fd, TAG_UP_TUN}, {server_fd, TAG_DOWN_TUN}, {up.timer_fd, TAG_UP_TIMER},
+                 {down.timer_fd, TAG_DOWN_TIMER}, {sig_fd, TAG_SIGNAL}, {STDIN_FILENO, TAG_STDIN}};
+  int watch_stdin = 1;
+  for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++) {
+    uint32_t tag = watched[i].tag;
+    struct epoll_event ev = {.events = EPOLLIN | (tag == TAG_UP_TIMER || tag == TAG_DOWN_TIMER ? EPOLLET : 0u), .data.u32 = tag};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, watched[i].fd, &ev) == 0) continue;
+    // stdin may be /dev/null or a file (not pollable) or closed: then only signals end us.
+    if (tag == TAG_STDIN && (errno == EPERM || errno == EBADF)) {
+      watch_stdin = 0;
+      continue;
+    }
+    die("epoll_ctl: %s", strerror(errno));
+  }
+
+  started_ns = now_ns();
+  struct out o = {.len = 0};
+  put(&o, "{\"ready\":true,\"pid\":%d,\"clientTun\":\"%s\",\"serverTun\":\"%s\",\"upDelayUs\":%llu,\"downDelayUs\":%llu,", (int)getpid(),
+      client_tun, server_tun, (unsigned long long)(up.delay_ns / 1000), (unsigned long long)(down.delay_ns / 1000));
+  put(&o, "\"upLoss\":%g,\"downLoss\":%g,\"seed\":%llu,\"upRateBps\":%llu,\"downRateBps\":%llu,\"burstBytes\":%llu,", up.loss, down.loss,
+      (unsigned long long)seed, (unsigned long long)up.rate_bps, (unsigned long long)down.rate_bps, (unsigned long long)burst_bytes);
+  put(&o, "\"queuePackets\":%llu,\"queueBytes\":%llu,\"watchStdin\":%s,\"sched\":\"%s\",\"mlock\":%s}", (unsigned long long)queue_packets,
+      (unsigned long long)queue_bytes, watch_stdin ? "true" : "false", sched_text, mlock_text);
+  emit(&o);
+
+  for (int running = 1; running;) {
+    struct epoll_event events[8];
+    int n = epoll_wait(ep, events, 8, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      die("epoll_wait: %s", strerror(errno));
+    }
+    for (int i = 0; i < n; i++) {
+      switch (events[i].data.u32) {
+        case TAG_UP_TUN: read_side(&up); break;
+        case TAG_DOWN_TUN: read_side(&down); break;
+        case TAG_UP_TIMER: up.armed_ns = 0; break; // fired: release() below does the work
+        case TAG_DOWN_TIMER: down.armed_ns = 0; break;
+        case TAG_SIGNAL: {
+          struct signalfd_siginfo si;
+          while (read(sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGUSR1)
+              print_stats("signal");
+            else
+              running = 0;
+          }
+          break;
+        }
+        case TAG_STDIN: {
+          char buf[256];
+          ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+          if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) running = 0;
+          break;
+        }
+      }
+    }
+    // Whatever woke us, release what is due in both directions and aim each timer at its head.
+    release(&up);
+    release(&down);
+    arm(&up);
+    arm(&down);
+  }
+  print_stats("exit");
+  return 0;
+}

@@ -1,0 +1,91 @@
+// Named network namespaces of the packet path (`ip netns`): their names, running commands inside
+// them, their sysctls, and finding the ones a dead process left behind. Names carry the owner's
+// pid (qpwc-<pid>-<n> for the client's, qpws-<pid>-<n> for the server's), so any later run can
+// tell a leftover from a namespace that is still in use.
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { parseStatState } from '../telemetry/proc.js';
+
+export const CLIENT_NS_PREFIX = 'qpwc';
+export const SERVER_NS_PREFIX = 'qpws';
+const PATH_NS_NAME = /^qpw[cs]-(\d+)-(\d+)$/;
+
+export function run(bin: string, args: readonly string[], input?: string): string {
+  return execFileSync(bin, args, { encoding: 'utf8', stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], input });
+}
+
+/** The command's stderr when it has one (what `ip` says), else the error's message. */
+export function errorText(error: unknown): string {
+  if (error instanceof Error && 'stderr' in error) {
+    const stderr = String((error as Error & { stderr: unknown }).stderr ?? '').trim();
+    if (stderr !== '') return stderr;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function listNamespaces(): string[] {
+  try {
+    return run('ip', ['netns', 'list'])
+      .split('\n')
+      .map((line) => line.split(' ')[0] ?? '')
+      .filter((name) => name !== '');
+  } catch {
+    return [];
+  }
+}
+
+/** The packet path's namespaces that exist now; with `ownerPid`, only those of that process. */
+export function pathNamespaces(ownerPid?: number): string[] {
+  return listNamespaces().filter((name) => {
+    const match = PATH_NS_NAME.exec(name);
+    return match !== null && (ownerPid === undefined || Number(match[1]) === ownerPid);
+  });
+}
+
+export function deleteNamespace(name: string): void {
+  try {
+    run('ip', ['netns', 'del', name]);
+  } catch {
+    // already gone
+  }
+}
+
+/** True while `pid` runs; a zombie (exited, not yet reaped: it holds no fds any more) counts as gone. */
+export function processAlive(pid: number): boolean {
+  try {
+    const state = parseStatState(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return state !== null && state !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Deletes the path namespaces whose owner process is dead (a run killed before its watchdog acted). */
+export function removeStaleNamespaces(): string[] {
+  const stale = pathNamespaces().filter((name) => !processAlive(Number(PATH_NS_NAME.exec(name)?.[1])));
+  for (const name of stale) deleteNamespace(name);
+  return stale;
+}
+
+/** Starts `command args...` inside namespace `ns` (`ip netns exec` execs it: the pid is the command's). */
+export function spawnInNamespace(ns: string, command: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+  return spawn('ip', ['netns', 'exec', ns, command, ...args], options);
+}
+
+/**
+ * Sets sysctls inside `ns` (keys as in /proc/sys, e.g. 'net/ipv4/tcp_congestion_control') in one
+ * shell run there, and returns what each reads back afterwards. /proc/sys/net shows the namespace
+ * of the reading process, so this must run inside it.
+ */
+export function setSysctls(ns: string, values: Readonly<Record<string, string>>): Record<string, string> {
+  const script = 'for kv; do k=${kv%%=*}; printf "%s\\n" "${kv#*=}" > "/proc/sys/$k" || exit 1; printf "%s=%s\\n" "$k" "$(cat "/proc/sys/$k")"; done';
+  const pairs = Object.entries(values).map(([key, value]) => `${key}=${value}`);
+  const out = run('ip', ['netns', 'exec', ns, 'sh', '-c', script, 'sh', ...pairs]);
+  const read: Record<string, string> = {};
+  for (const line of out.split('\n')) {
+    const at = line.indexOf('=');
+    if (at > 0) read[line.slice(0, at)] = line.slice(at + 1).replace(/\s+/g, ' ');
+  }
+  return read;
+}

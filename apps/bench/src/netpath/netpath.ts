@@ -1,0 +1,275 @@
+// The packet-level WAN path: the client in a network namespace of its own, the server in another,
+// joined only through the forwarder (forwarder.c), which owns a TUN device in each and moves IP
+// packets between them after a fixed one-way delay per direction (plus optional loss and rate).
+// TCP and UDP alike cross it as packets, so TCP's loss detection and retransmission run end to
+// end over the full RTT; nothing terminates a connection in between (unlike ../wan's relay).
+//
+// Needs root (namespaces, TUN), /dev/net/tun, the `ip` tool and a C compiler;
+// packetPathUnavailableReason() says which is missing so a caller can fall back and say why.
+//
+// Cleanup: close() stops the forwarder (its TUNs vanish with its fds) and deletes both
+// namespaces; an 'exit' hook does the same if close() was never reached; a detached watchdog
+// does it when we are killed outright (SIGKILL runs no hook); and every new path first deletes
+// namespaces of this kind whose owner process is dead.
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { ensureForwarderBinary, forwarderBuildUnavailableReason } from './build.js';
+import type { ForwarderProcess, ForwarderReady, ForwarderStats } from './forwarder-process.js';
+import { startForwarder } from './forwarder-process.js';
+import {
+  CLIENT_NS_PREFIX,
+  SERVER_NS_PREFIX,
+  deleteNamespace,
+  errorText,
+  removeStaleNamespaces,
+  run,
+  setSysctls,
+  spawnInNamespace,
+} from './namespaces.js';
+import type { UdpProbeOptions, UdpProbeResult } from './udp-probe.js';
+import { probeUdp } from './udp-probe.js';
+import type { PathWatchdog } from './watchdog.js';
+import { startPathWatchdog } from './watchdog.js';
+
+/** A value for both directions, or one per direction ('up' = client to server). */
+export type PerDirection = number | { readonly up: number; readonly down: number };
+
+/** cubic is not in this kernel's net.ipv4.tcp_allowed_congestion_control (EPERM in a namespace). */
+export type CongestionControl = 'bbr' | 'reno';
+
+export interface PacketPathOptions {
+  /** One-way delay in ms. Default 0. */
+  readonly delayMs?: PerDirection;
+  /** Probability (0..1) of dropping each packet. Default 0. */
+  readonly lossRate?: PerDirection;
+  /** Seed of the drop decisions (same seed, same packet sequence: same drops). Default 1. */
+  readonly seed?: number;
+  /** Bits per second; 0 (default) = unlimited. */
+  readonly rateBps?: PerDirection;
+  /** Token bucket depth; 0 (default) = 1 ms at the rate, at least two full packets. */
+  readonly burstBytes?: number;
+  /** Bounds of each direction's queue (every packet held, in flight or waiting for the rate). */
+  readonly queuePackets?: number;
+  readonly queueBytes?: number;
+  /** TCP congestion control in both namespaces. Default 'bbr'. */
+  readonly congestionControl?: CongestionControl;
+  /** SCHED_FIFO priority of the forwarder; 0 = normal scheduling. Default 10. */
+  readonly realtimePriority?: number;
+}
+
+export interface PacketPath {
+  readonly clientNs: string;
+  readonly serverNs: string;
+  /** The client's address (in clientNs) and the server's (in serverNs): each reaches the other only through the path. */
+  readonly clientIp: string;
+  readonly serverIp: string;
+  readonly clientTun: string;
+  readonly serverTun: string;
+  readonly forwarderPid: number;
+  /** The detached process that cleans up if we die without close(); it exits after close() too. */
+  readonly watchdogPid: number;
+  /** How the forwarder runs (real-time scheduling, locked memory). */
+  readonly forwarder: ForwarderReady;
+  readonly configured: { readonly upDelayMs: number; readonly downDelayMs: number; readonly upLoss: number; readonly downLoss: number; readonly upRateBps: number; readonly downRateBps: number; readonly seed: number };
+  /** The sysctls set in each namespace, as read back afterwards (tcp_congestion_control among them). */
+  readonly sysctls: { readonly client: Readonly<Record<string, string>>; readonly server: Readonly<Record<string, string>> };
+  /** One line for a report: what was configured and how the forwarder runs. */
+  readonly description: string;
+  stats(): Promise<ForwarderStats>;
+  /** Round trips with UDP through the path (an echo in serverNs, a prober in clientNs). */
+  measureRtt(o?: UdpProbeOptions): Promise<UdpProbeResult>;
+  /** Starts a process in the client's or the server's namespace. */
+  spawn(side: 'client' | 'server', command: string, args: readonly string[], options?: SpawnOptions): ChildProcess;
+  /** Stops the forwarder and deletes both namespaces; resolves with the forwarder's last stats. */
+  close(): Promise<ForwarderStats | null>;
+}
+
+const MTU = 1500; // below the forwarder's 2048-byte packet slots
+const TXQUEUELEN = 10_000; // the TUN's own queue in front of the forwarder: bursts wait, not drop
+
+function split(what: string, v: PerDirection | undefined, max: number): { up: number; down: number } {
+  const both = v === undefined ? { up: 0, down: 0 } : typeof v === 'number' ? { up: v, down: v } : { up: v.up, down: v.down };
+  for (const n of [both.up, both.down]) if (!Number.isFinite(n) || n < 0 || n > max) throw new Error(`${what} must be between 0 and ${max}, got ${n}`);
+  return both;
+}
+
+/** Why the packet path cannot be built here, or null when it can (cheap checks only). */
+export function packetPathUnavailableReason(): string | null {
+  if (process.platform !== 'linux') return 'the packet path needs Linux (network namespaces, TUN)';
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'the packet path needs root (network namespaces and TUN devices)';
+  if (!existsSync('/dev/net/tun')) return 'no /dev/net/tun (the kernel has no TUN device, or it is not in this container)';
+  if (!existsSync('/proc/self/ns/net')) return 'the kernel has no network namespaces';
+  try {
+    run('ip', ['-V']);
+  } catch {
+    return 'the `ip` tool is not installed (apt-get install iproute2)';
+  }
+  return forwarderBuildUnavailableReason();
+}
+
+interface OpenPath {
+  readonly namespaces: readonly string[];
+  forwarderPid: number | null;
+  readonly watchdog: PathWatchdog;
+}
+
+const open = new Set<OpenPath>();
+let sequence = 0;
+let exitHook = false;
+
+// Synchronous: 'exit' handlers cannot wait. The forwarder ends on SIGTERM (and on its stdin's
+// EOF anyway); the namespaces are unmounted now and freed by the kernel once it has.
+function cleanUpAtExit(): void {
+  for (const path of open) {
+    if (path.forwarderPid !== null) {
+      try {
+        process.kill(path.forwarderPid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    for (const name of path.namespaces) deleteNamespace(name);
+    path.watchdog.done();
+  }
+  open.clear();
+}
+
+function sysctlsFor(cc: CongestionControl): Record<string, string> {
+  return {
+    // IPv4 only: no router solicitations or MLD reports on the path, so its counters count only
+    // the traffic under test (and random drops hit only it).
+    'net/ipv6/conf/all/disable_ipv6': '1',
+    'net/ipv6/conf/default/disable_ipv6': '1',
+    'net/ipv4/tcp_congestion_control': cc,
+    // Room for a WAN's bandwidth-delay product in TCP's autotuning. (net.core.rmem_max, the cap
+    // of UDP buffers, is read-only outside the host's namespace; it follows the host's value.)
+    'net/ipv4/tcp_rmem': `4096 131072 ${32 << 20}`,
+    'net/ipv4/tcp_wmem': `4096 16384 ${16 << 20}`,
+    // Each connection starts from scratch, not from what an earlier run's connections learned.
+    'net/ipv4/tcp_no_metrics_save': '1',
+  };
+}
+
+function applySysctls(ns: string, cc: CongestionControl): Record<string, string> {
+  const wanted = sysctlsFor(cc);
+  let read: Record<string, string>;
+  try {
+    read = setSysctls(ns, wanted);
+  } catch (error) {
+    let allowed = '?';
+    try {
+      allowed = run('cat', ['/proc/sys/net/ipv4/tcp_allowed_congestion_control']).trim();
+    } catch {
+      // unknown
+    }
+    throw new Error(`sysctls in ${ns} failed (tcp_congestion_control ${cc}; allowed here: ${allowed}): ${errorText(error)}`);
+  }
+  if (read['net/ipv4/tcp_congestion_control'] !== cc) throw new Error(`${ns}: tcp_congestion_control reads ${read['net/ipv4/tcp_congestion_control'] ?? '?'} after setting ${cc}`);
+  return read;
+}
+
+/** Addresses, MTU, queue length and links, in one `ip -batch` run inside the namespace. */
+function configureLinks(ns: string, tun: string, local: string, peer: string): void {
+  const commands = ['link set dev lo up', `addr add ${local}/32 peer ${peer}/32 dev ${tun}`, `link set dev ${tun} mtu ${MTU} txqueuelen ${TXQUEUELEN} up`];
+  run('ip', ['-n', ns, '-batch', '-'], `${commands.join('\n')}\n`);
+}
+
+export async function createPacketPath(o: PacketPathOptions = {}): Promise<PacketPath> {
+  const reason = packetPathUnavailableReason();
+  if (reason !== null) throw new Error(reason);
+  const delay = split('delayMs', o.delayMs, 60_000);
+  const loss = split('lossRate', o.lossRate, 1);
+  const rate = split('rateBps', o.rateBps, 1e12);
+  const seed = o.seed ?? 1;
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative integer, got ${seed}`);
+  const binary = ensureForwarderBinary();
+  removeStaleNamespaces();
+  sequence += 1;
+  const clientNs = `${CLIENT_NS_PREFIX}-${process.pid}-${sequence}`;
+  const serverNs = `${SERVER_NS_PREFIX}-${process.pid}-${sequence}`;
+  const clientTun = `qpwc${sequence}`;
+  const serverTun = `qpws${sequence}`;
+  const subnet = ((sequence - 1) % 254) + 1;
+  const clientIp = `10.201.${subnet}.2`;
+  const serverIp = `10.201.${subnet}.1`;
+  const cc = o.congestionControl ?? 'bbr';
+  const realtimePriority = o.realtimePriority ?? 10;
+
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', cleanUpAtExit);
+  }
+  // The watchdog first, so that no moment exists in which a namespace is unguarded.
+  const state: OpenPath = { namespaces: [clientNs, serverNs], forwarderPid: null, watchdog: startPathWatchdog([clientNs, serverNs]) };
+  open.add(state);
+  let forwarder: ForwarderProcess | null = null;
+  let sysctls: PacketPath['sysctls'];
+  try {
+    for (const ns of state.namespaces) run('ip', ['netns', 'add', ns]);
+    // Before the forwarder creates the TUNs: they take the namespace's defaults (IPv6 off).
+    sysctls = { client: applySysctls(clientNs, cc), server: applySysctls(serverNs, cc) };
+    forwarder = await startForwarder({
+      binary,
+      clientNs,
+      clientTun,
+      serverNs,
+      serverTun,
+      upDelayUs: delay.up * 1000,
+      downDelayUs: delay.down * 1000,
+      upLoss: loss.up,
+      downLoss: loss.down,
+      seed,
+      upRateBps: rate.up,
+      downRateBps: rate.down,
+      burstBytes: o.burstBytes ?? 0,
+      queuePackets: o.queuePackets ?? 4096,
+      queueBytes: o.queueBytes ?? 6 << 20,
+      realtimePriority,
+    });
+    state.forwarderPid = forwarder.pid;
+    state.watchdog.forwarder(forwarder.pid, binary);
+    configureLinks(clientNs, clientTun, clientIp, serverIp);
+    configureLinks(serverNs, serverTun, serverIp, clientIp);
+  } catch (error) {
+    await forwarder?.stop();
+    for (const ns of state.namespaces) deleteNamespace(ns);
+    state.watchdog.done();
+    open.delete(state);
+    throw new Error(`could not build the packet path: ${errorText(error)}`);
+  }
+  const running = forwarder;
+  const rateText = (bps: number): string => (bps === 0 ? 'unlimited' : `${bps / 1e6} Mbit/s`);
+  const description =
+    `packet path ${clientNs} (${clientIp}) <-> ${serverNs} (${serverIp}) through a TUN forwarder: ` +
+    `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down} (seed ${seed}), rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
+    `tcp ${sysctls.client['net/ipv4/tcp_congestion_control']}/${sysctls.server['net/ipv4/tcp_congestion_control']}; ` +
+    `forwarder sched ${running.ready.sched}, mlock ${running.ready.mlock}`;
+  let closing: Promise<ForwarderStats | null> | null = null;
+  return {
+    clientNs,
+    serverNs,
+    clientIp,
+    serverIp,
+    clientTun,
+    serverTun,
+    forwarderPid: running.pid,
+    watchdogPid: state.watchdog.pid,
+    forwarder: running.ready,
+    configured: { upDelayMs: delay.up, downDelayMs: delay.down, upLoss: loss.up, downLoss: loss.down, upRateBps: rate.up, downRateBps: rate.down, seed },
+    sysctls,
+    description,
+    stats: () => running.stats(),
+    measureRtt: (probe?: UdpProbeOptions) => probeUdp(clientNs, serverNs, serverIp, probe),
+    spawn: (side, command, args, options) => spawnInNamespace(side === 'client' ? clientNs : serverNs, command, args, options),
+    close(): Promise<ForwarderStats | null> {
+      closing ??= (async () => {
+        const last = await running.stop();
+        for (const ns of state.namespaces) deleteNamespace(ns);
+        state.watchdog.done();
+        open.delete(state);
+        return last;
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,128 @@
+// Round trips through the path with UDP: an echo in the server's namespace, a prober in the
+// client's that sends numbered datagrams at a set rate and times each echo. It measures the RTT
+// the path really gives (what a benchmark must report) and checks every echoed byte: each
+// datagram's content is a function of its number, so a changed or cut datagram is counted.
+import { startNodeInNamespace } from './node-in-namespace.js';
+
+const ECHO_SOURCE = `
+const dgram = require('node:dgram');
+const [host] = process.argv.slice(1);
+const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20, sendBufferSize: 4 << 20 });
+let echoed = 0;
+socket.on('message', (m, from) => { echoed += 1; socket.send(m, from.port, from.address); });
+socket.bind(0, host, () => console.log(JSON.stringify({ ready: true, port: socket.address().port })));
+process.on('SIGTERM', () => { console.log(JSON.stringify({ result: { echoed } })); process.exit(0); });
+`;
+
+// Sends count datagrams at rate per second (catching up on late timer turns), waits for the
+// echoes up to waitMs after the last send, prints the summary. Sizes vary from 16 to 1400 bytes
+// unless a size is given.
+const PROBE_SOURCE = `
+const dgram = require('node:dgram');
+const [host, port, count, rate, size, waitMs] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
+const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20, sendBufferSize: 4 << 20 });
+const sizeOf = (i) => (size > 0 ? size : 16 + ((i * 7919) % 1385));
+const payload = (i) => { const b = Buffer.allocUnsafe(sizeOf(i)); b.writeUInt32BE(i, 0); for (let j = 4; j < b.length; j++) b[j] = (i + j * 31) & 255; return b; };
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const sentAt = new Float64Array(count);
+const seen = new Uint8Array(count);
+const rtts = [];
+let corrupt = 0, duplicates = 0, next = 0, lastSend = 0;
+socket.on('message', (m) => {
+  const at = now();
+  const i = m.length >= 4 ? m.readUInt32BE(0) : -1;
+  if (i < 0 || i >= next || !m.equals(payload(i))) { corrupt += 1; return; }
+  if (seen[i] === 1) { duplicates += 1; return; }
+  seen[i] = 1;
+  rtts.push(at - sentAt[i]);
+  if (rtts.length === count) finish();
+});
+function finish() {
+  clearInterval(sender);
+  clearInterval(waiter);
+  const sorted = Float64Array.from(rtts).sort();
+  const n = sorted.length;
+  const mean = n === 0 ? 0 : rtts.reduce((a, b) => a + b, 0) / n;
+  const mdev = n === 0 ? 0 : Math.sqrt(rtts.reduce((a, b) => a + (b - mean) ** 2, 0) / n);
+  const q = (p) => (n === 0 ? 0 : sorted[Math.min(n - 1, Math.floor(p * n))]);
+  console.log(JSON.stringify({ result: { sent: next, received: n, corrupt, duplicates, minMs: n === 0 ? 0 : sorted[0], meanMs: mean, maxMs: n === 0 ? 0 : sorted[n - 1], mdevMs: mdev, p50Ms: q(0.5), p99Ms: q(0.99) } }));
+  process.exit(0);
+}
+let sender = null;
+let waiter = null;
+socket.connect(port, host, () => {
+  console.log(JSON.stringify({ ready: true }));
+  const start = now();
+  sender = setInterval(() => {
+    const due = Math.min(count, Math.floor(((now() - start) * rate) / 1000) + 1);
+    while (next < due) { sentAt[next] = now(); socket.send(payload(next)); next += 1; }
+    if (next === count) { clearInterval(sender); lastSend = now(); waiter = setInterval(() => { if (now() - lastSend > waitMs) finish(); }, 20); }
+  }, 1);
+});
+process.on('SIGTERM', finish);
+`;
+
+export interface UdpProbeOptions {
+  /** Datagrams sent (each one round trip). Default 100. */
+  readonly count?: number;
+  /** Datagrams per second. Default 100. */
+  readonly ratePerSec?: number;
+  /** Bytes per datagram; 0 (default) varies them from 16 to 1400. */
+  readonly size?: number;
+  /** How long to wait for echoes after the last send. Default 2000 ms. */
+  readonly waitMs?: number;
+}
+
+export interface UdpProbeResult {
+  readonly sent: number;
+  readonly received: number;
+  /** Echoes whose bytes differ from what was sent (or that carry an unknown number). */
+  readonly corrupt: number;
+  readonly duplicates: number;
+  readonly minMs: number;
+  readonly meanMs: number;
+  readonly maxMs: number;
+  /** Standard deviation, as ping's mdev. */
+  readonly mdevMs: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+function probeResult(value: unknown): UdpProbeResult {
+  if (typeof value !== 'object' || value === null) throw new Error('the UDP prober reported no result');
+  const o = value as Record<string, unknown>;
+  const n = (key: keyof UdpProbeResult): number => {
+    const v = o[key];
+    if (typeof v !== 'number') throw new Error(`the UDP prober's ${key} is not a number`);
+    return v;
+  };
+  return {
+    sent: n('sent'),
+    received: n('received'),
+    corrupt: n('corrupt'),
+    duplicates: n('duplicates'),
+    minMs: n('minMs'),
+    meanMs: n('meanMs'),
+    maxMs: n('maxMs'),
+    mdevMs: n('mdevMs'),
+    p50Ms: n('p50Ms'),
+    p99Ms: n('p99Ms'),
+  };
+}
+
+/** Round trips from `clientNs` to an echo at `serverIp` in `serverNs`. */
+export async function probeUdp(clientNs: string, serverNs: string, serverIp: string, o: UdpProbeOptions = {}): Promise<UdpProbeResult> {
+  const echo = await startNodeInNamespace(serverNs, 'the UDP echo', ECHO_SOURCE, [serverIp]);
+  try {
+    const port = echo.ready.port;
+    if (typeof port !== 'number') throw new Error('the UDP echo announced no port');
+    const prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [serverIp, port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, o.waitMs ?? 2_000]);
+    try {
+      return probeResult(await prober.result);
+    } finally {
+      await prober.stop();
+    }
+  } finally {
+    await echo.stop();
+  }
+}

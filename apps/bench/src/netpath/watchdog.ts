@@ -1,0 +1,79 @@
+// A detached sidecar that deletes a packet path's namespaces (and stops its forwarder) when the
+// process that built the path dies without closing it: a SIGKILLed or crashed bench runs no
+// 'exit' hook, and named namespaces outlive every process. It watches a pipe: we hold its write
+// end, the kernel closes it when we die however we die, and the watchdog reads EOF. Over the
+// same pipe (one JSON object a line) we tell it the forwarder's pid, and that we are done when
+// close() has cleaned up itself.
+// It runs in its own session (detached), so a Ctrl-C to our process group does not take it along.
+import { spawn } from 'node:child_process';
+
+// Plain JavaScript for `node -e`: it must run from the bundled bench too, where no .ts exists.
+const WATCHDOG_SOURCE = `
+const { execFileSync } = require('node:child_process');
+const { readFileSync, readlinkSync } = require('node:fs');
+const names = process.argv.slice(1);
+let forwarder = null;
+let done = false;
+let pending = '';
+// A zombie (exited, its parent not yet reaped it) holds no TUN fd any more: it counts as gone.
+// (The state letter follows the last ')' of /proc/<pid>/stat, as parseStatState reads it.)
+const alive = (pid) => { try { const s = readFileSync('/proc/' + pid + '/stat', 'utf8'); return s[s.lastIndexOf(')') + 2] !== 'Z'; } catch { return false; } };
+// Only the forwarder we were told about: a recycled pid running something else is left alone.
+const isForwarder = () => { try { return forwarder !== null && readlinkSync('/proc/' + forwarder.pid + '/exe') === forwarder.exe; } catch { return false; } };
+function cleanUp() {
+  if (done) process.exit(0);
+  if (isForwarder()) { try { process.kill(forwarder.pid, 'SIGTERM'); } catch {} }
+  const deadline = Date.now() + 3000;
+  const wait = setInterval(() => {
+    if (forwarder !== null && alive(forwarder.pid) && Date.now() < deadline) return;
+    clearInterval(wait);
+    if (isForwarder()) { try { process.kill(forwarder.pid, 'SIGKILL'); } catch {} }
+    for (const name of names) { try { execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' }); } catch {} }
+    process.exit(0);
+  }, 50);
+}
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  pending += chunk;
+  for (let at = pending.indexOf('\\n'); at >= 0; at = pending.indexOf('\\n')) {
+    let message = {};
+    try { message = JSON.parse(pending.slice(0, at)) ?? {}; } catch {}
+    pending = pending.slice(at + 1);
+    if (typeof message.forwarder === 'number') forwarder = { pid: message.forwarder, exe: message.exe };
+    if (message.done === true) done = true;
+  }
+});
+process.stdin.on('end', cleanUp);
+process.stdin.on('error', cleanUp);
+`;
+
+export interface PathWatchdog {
+  readonly pid: number;
+  /** Tells the watchdog which forwarder to stop if we die. */
+  forwarder(pid: number, executable: string): void;
+  /** We cleaned up ourselves: the watchdog exits without doing anything. */
+  done(): void;
+}
+
+/** Starts the watchdog for `namespaces` (before they exist, so no moment is unguarded). */
+export function startPathWatchdog(namespaces: readonly string[]): PathWatchdog {
+  const child = spawn(process.execPath, ['-e', WATCHDOG_SOURCE, ...namespaces], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  child.unref();
+  const pipe = child.stdin;
+  if (pipe === null || child.pid === undefined) throw new Error('could not start the packet path watchdog');
+  pipe.on('error', () => {
+    // the watchdog is gone: nothing to tell it
+  });
+  // An idle pipe must not keep our event loop alive (the watchdog exists for when we are gone).
+  if ('unref' in pipe && typeof pipe.unref === 'function') pipe.unref();
+  const pid = child.pid;
+  return {
+    pid,
+    forwarder(forwarderPid: number, executable: string): void {
+      pipe.write(`${JSON.stringify({ forwarder: forwarderPid, exe: executable })}\n`);
+    },
+    done(): void {
+      pipe.end(`${JSON.stringify({ done: true })}\n`);
+    },
+  };
+}
