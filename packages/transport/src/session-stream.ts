@@ -4,7 +4,7 @@
 // stream are all just session streams to the pooler and the client.
 import type { Duplex } from 'node:stream';
 
-export type TransportKind = 'tcp' | 'tls' | 'quic' | 'memory';
+export type TransportKind = 'tcp' | 'unix' | 'tls' | 'quic' | 'memory';
 
 /** What TLS negotiated (TLS over TCP, or the TLS 1.3 inside QUIC). */
 export interface TlsDetails {

@@ -28,6 +28,13 @@ export interface PgConnectionInfo {
   readonly md5Password: string;
   /** Postgres server version, e.g. "17.10". */
   readonly serverVersion: string;
+  /**
+   * The server's TLS certificate (self-signed, for localhost and 127.0.0.1): pass it as the CA to
+   * verify the server (sslmode=verify-full). The server accepts TLS after SSLRequest and plain TCP.
+   */
+  readonly tlsCertPem: string;
+  /** The folder of the server's unix socket (`<socketDir>/.s.PGSQL.<port>`), as libpq's `host`. */
+  readonly socketDir: string;
 }
 
 export interface StartPostgresOptions {
@@ -49,7 +56,10 @@ const TRUST_USER = 'trust_user';
 const MD5_USER = 'md5_user';
 const READY = 'database system is ready to accept connections';
 
-const HBA = `# Written by @quicpool/pg-fixture. Loopback only.
+const HBA = `# Written by @quicpool/pg-fixture. Loopback and the unix socket only.
+local all ${TRUST_USER} trust
+local all ${MD5_USER} md5
+local all all scram-sha-256
 host all ${TRUST_USER} 127.0.0.1/32 trust
 host all ${TRUST_USER} ::1/128 trust
 host all ${MD5_USER} 127.0.0.1/32 md5
@@ -103,6 +113,7 @@ export class PostgresServer {
         const info: PgConnectionInfo = {
           host, port, database: 'postgres', user: SUPERUSER, password,
           trustUser: TRUST_USER, md5User: MD5_USER, md5Password, serverVersion: '',
+          tlsCertPem: '', socketDir: join(dataDir, 'sockets'),
         };
         const server = new PostgresServer(info, dataDir, temporary, binaries, runAs, options);
         try {
@@ -114,7 +125,7 @@ export class PostgresServer {
         }
         try {
           const serverVersion = await server.prepareRoles(fresh);
-          server.current = { ...info, serverVersion };
+          server.current = { ...server.current, serverVersion };
           return server;
         } catch (err) {
           await server.stop();
@@ -159,9 +170,13 @@ export class PostgresServer {
 
   private async launch(): Promise<void> {
     const { host, port } = this.info;
+    const tls = await this.writeTlsFiles();
     const settings: Record<string, string> = {
       listen_addresses: host,
-      unix_socket_directories: '',
+      unix_socket_directories: this.info.socketDir,
+      ssl: 'on',
+      ssl_cert_file: tls.certFile,
+      ssl_key_file: tls.keyFile,
       max_connections: '300',
       ...(this.temporary ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
       ...this.options.settings,
@@ -197,6 +212,38 @@ export class PostgresServer {
       });
     });
     if (child.pid !== undefined) this.stopWatchdog = startWatchdog(child.pid, this.temporary ? this.dataDir : null);
+  }
+
+  /**
+   * A fresh self-signed certificate for the server (EC P-256, localhost and 127.0.0.1) and the
+   * socket folder, owned by the server's user (Postgres refuses a key others can read).
+   */
+  private async writeTlsFiles(): Promise<{ certFile: string; keyFile: string }> {
+    const { generate } = await import('selfsigned');
+    const notBeforeDate = new Date(Date.now() - 60_000);
+    const cert = await generate([{ name: 'commonName', value: 'localhost' }], {
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      notBeforeDate,
+      notAfterDate: new Date(notBeforeDate.getTime() + 30 * 86_400_000),
+      extensions: [
+        { name: 'basicConstraints', cA: true, critical: true },
+        { name: 'keyUsage', digitalSignature: true, keyCertSign: true, critical: true },
+        { name: 'extKeyUsage', serverAuth: true },
+        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+      ],
+    });
+    const certFile = join(this.dataDir, 'fixture-server.crt');
+    const keyFile = join(this.dataDir, 'fixture-server.key');
+    await writeFile(certFile, cert.cert, { mode: 0o644 });
+    await writeFile(keyFile, cert.private, { mode: 0o600 });
+    await mkdir(this.info.socketDir, { recursive: true, mode: 0o755 });
+    if (this.runAs !== null) {
+      for (const f of [certFile, keyFile, this.info.socketDir]) await chown(f, this.runAs.uid, this.runAs.gid);
+    }
+    this.current = { ...this.current, tlsCertPem: cert.cert };
+    return { certFile, keyFile };
   }
 
   private log(line: string): void {

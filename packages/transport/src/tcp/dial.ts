@@ -2,29 +2,35 @@
 import net from 'node:net';
 import type { SessionDialer, SessionStream } from '../session-stream.js';
 import { TransportError } from '../session-stream.js';
-import type { TcpDialOptions } from './index.js';
+import type { TcpDialOptions, UnixDialOptions } from './index.js';
 import { abortSocket, dialError } from './socket-stream.js';
 
-/** Connects a raw net.Socket (shared by TCP and TLS dialers); rejects with a TransportError. */
-export function connectSocket(options: TcpDialOptions): Promise<net.Socket> {
+/** Connects a raw net.Socket (shared by the TCP, unix and TLS dialers); rejects with a TransportError. */
+export function connectSocket(options: TcpDialOptions | UnixDialOptions): Promise<net.Socket> {
   return new Promise<net.Socket>((resolve, reject) => {
-    const socket = net.connect({
-      allowHalfOpen: true,
-      host: options.host,
-      port: options.port,
-      noDelay: options.noDelay ?? true,
-      keepAlive: options.keepAliveMs !== undefined,
-      keepAliveInitialDelay: options.keepAliveMs ?? 0,
-      ...(options.localAddress !== undefined ? { localAddress: options.localAddress } : {}),
-    });
+    const where = 'path' in options ? `unix socket ${options.path}` : `tcp ${options.host}:${options.port}`;
+    const onread = options.readInto === undefined ? {} : { onread: { buffer: options.readInto.buffer, callback: options.readInto.callback } };
+    const socket =
+      'path' in options
+        ? net.connect({ allowHalfOpen: true, path: options.path, ...onread })
+        : net.connect({
+            allowHalfOpen: true,
+            host: options.host,
+            port: options.port,
+            noDelay: options.noDelay ?? true,
+            keepAlive: options.keepAliveMs !== undefined,
+            keepAliveInitialDelay: options.keepAliveMs ?? 0,
+            ...(options.localAddress !== undefined ? { localAddress: options.localAddress } : {}),
+            ...onread,
+          });
     const timeoutMs = options.connectTimeoutMs ?? 10_000;
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new TransportError(`tcp connect to ${options.host}:${options.port} timed out after ${timeoutMs} ms`, 'ETIMEDOUT'));
+      reject(new TransportError(`connect to ${where} timed out after ${timeoutMs} ms`, 'ETIMEDOUT'));
     }, timeoutMs);
     const onError = (error: Error): void => {
       clearTimeout(timer);
-      reject(dialError(`tcp connect to ${options.host}:${options.port} failed`, error));
+      reject(dialError(`connect to ${where} failed`, error));
     };
     socket.once('error', onError);
     socket.once('connect', () => {

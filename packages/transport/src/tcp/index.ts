@@ -43,9 +43,22 @@ export async function listenTcp(options: TcpListenOptions = {}): Promise<Session
   return listener;
 }
 
+/**
+ * Reads into a buffer of the caller's instead of a new one per read, without 'data' events (Node's
+ * `onread` option of `net.connect`: `buffer()` gives the memory of the next read, `callback(n,
+ * buf)` gets its first n bytes). For a reader that can reuse its buffer, e.g. a pooler forwarding
+ * a server's bytes; the stream then emits no 'data'.
+ */
+export interface ReadInto {
+  buffer(): Uint8Array;
+  callback(bytesRead: number, buffer: Uint8Array): boolean;
+}
+
 export interface TcpDialOptions {
   host: string;
   port: number;
+  /** Reads go to the caller's buffer (see `ReadInto`); default: 'data' events as usual. */
+  readInto?: ReadInto;
   /** TCP_NODELAY. Default true. */
   noDelay?: boolean;
   keepAliveMs?: number;
@@ -56,6 +69,29 @@ export interface TcpDialOptions {
 
 export async function dialTcp(options: TcpDialOptions): Promise<SessionStream> {
   return adoptSocket(await connectSocket(options), 'tcp');
+}
+
+export interface UnixDialOptions {
+  /** The socket file (Postgres: `<directory>/.s.PGSQL.<port>`). */
+  path: string;
+  readInto?: ReadInto;
+  /** Give up connecting after this long (TransportError ETIMEDOUT). Default 10 000 ms. */
+  connectTimeoutMs?: number;
+}
+
+/** A session stream over a unix-domain socket: behaves as a TCP one; `info` names the path. */
+export async function dialUnix(options: UnixDialOptions): Promise<SessionStream> {
+  const socket = await connectSocket(options);
+  const info = {
+    kind: 'unix' as const,
+    localAddress: '',
+    localPort: 0,
+    remoteAddress: options.path,
+    remotePort: 0,
+    tls: null,
+    quic: null,
+  };
+  return adoptSocket(socket, 'unix', null, undefined, info);
 }
 
 /**

@@ -97,7 +97,7 @@ export function adoptSocket(
   if (inner !== undefined && inner !== socket) (socket as LayeredSocket)[INNER_STREAM] = inner;
   Object.defineProperty(socket, 'info', { value: info, enumerable: true, configurable: true });
   socket.destroy = abortingDestroy;
-  (socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes'>).holdsWrittenBytes = kind === 'tcp' ? tcpHoldsWrittenBytes : alwaysHolds;
+  (socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes'>).holdsWrittenBytes = kind === 'tcp' || kind === 'unix' ? tcpHoldsWrittenBytes : alwaysHolds;
   return socket as net.Socket & SessionStream;
 }
 
