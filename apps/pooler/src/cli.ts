@@ -15,7 +15,7 @@ Usage:
 
 Exit codes: 0 stopped cleanly / success, 1 runtime failure, 2 invalid command line or config,
 3 stopped at once by a second SIGTERM/SIGINT.
-Config reference: docs/config.md
+Config reference: docs/config.md in the quicpool repository.
 `;
 
 const START_HELP = `quicpool start [--config FILE] [options]
@@ -24,9 +24,12 @@ Runs the pooler: TCP ${'6432'} and QUIC ${'6432'}/udp by default, admin console 
 Prometheus metrics on http://127.0.0.1:9432/metrics. Without [upstream] host it starts an embedded
 PostgreSQL whose data and credentials live in --state-dir (a second start reuses them).
 
+Config file: --config FILE, else $QUICPOOL_CONFIG when set, else ./quicpool.toml when it exists,
+else none (every key at its default).
+
 Options (each is a config key; precedence: flag > QUICPOOL_SECTION_KEY env > file > default):
-  --config FILE        TOML config (default: ./quicpool.toml if present, or $QUICPOOL_CONFIG)
-  --state-dir DIR      embedded.state_dir   (default .quicpool)
+  --config FILE        TOML config file (see above)
+  --state-dir DIR      embedded.state_dir   (default .quicpool, relative to the working directory)
   --pg-port PORT       embedded.port        (default 54329)
   --host ADDR          listen.host          (default 127.0.0.1)
   --port PORT          listen.port          (default 6432)

@@ -9,14 +9,17 @@
 //                                      @quicpool/transport uses node:dgram and says so once
 //   node scripts/native.mjs prebuild  the release step: prebuildify writes prebuilds/linux-x64/*.node
 //                                      (Node-API, so one binary serves every Node version >= 20), which
-//                                      the published package ships; never committed
+//                                      the published package ships; never committed. It compiles in a
+//                                      temp copy of the sources, so build/Release (what this checkout's
+//                                      tests load) is never removed or replaced meanwhile
 //   --force                            rebuild in any case
 //
 // Headers: when this Node's own headers are installed beside it (<prefix>/include/node, as on
 // Debian's nodejs), node-gyp is pointed at them (`--nodedir`) and needs no download.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -71,11 +74,27 @@ if (process.platform !== 'linux') {
 
 if (mode === 'prebuild') {
   // Against this Node's headers (-t): a Node-API module's ABI does not depend on the version.
+  // prebuildify runs `node-gyp rebuild` where the sources are (it deletes build/ first), so it gets
+  // a temp copy of what the build needs and writes only prebuilds/ here (--out).
   const bin = createRequire(import.meta.url).resolve('prebuildify/bin.js');
-  const nodedir = localNodedir();
-  const env = nodedir === null ? process.env : { ...process.env, npm_config_nodedir: nodedir };
-  const r = spawnSync(process.execPath, [bin, '--napi', '--strip', '-t', process.versions.node], { cwd: root, stdio: 'inherit', env });
-  process.exit(r.status ?? 1);
+  const gyp = nodeGyp();
+  if (gyp === null) {
+    console.error('[@quicpool/udp] node-gyp not found (neither a dependency nor npm\'s own copy)');
+    process.exit(1);
+  }
+  const stage = mkdtempSync(join(tmpdir(), 'quicpool-udp-prebuild-'));
+  let status = 1;
+  try {
+    for (const f of ['package.json', ...sources.map((s) => s.slice(root.length + 1))]) cpSync(join(root, f), join(stage, f));
+    const nodedir = localNodedir();
+    const env = { ...process.env, PREBUILD_NODE_GYP: gyp, ...(nodedir === null ? {} : { npm_config_nodedir: nodedir }) };
+    rmSync(join(root, 'prebuilds'), { recursive: true, force: true }); // only this build's binaries ship
+    const r = spawnSync(process.execPath, [bin, '--napi', '--strip', '-t', process.versions.node, '--cwd', stage, '--out', root], { stdio: 'inherit', env });
+    status = r.status ?? 1;
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+  }
+  process.exit(status);
 }
 
 if (mode === 'install') {

@@ -1,5 +1,5 @@
 // The original experiment's load, for the `original` scenario (and anyone comparing with it).
-// See ../shared/seeds/README.md: the article says 100 -> 5,000 q/s over 30 s, but its code's ramp
+// See docs/benchmark.md (--original-exact): the article says 100 -> 5,000 q/s over 30 s, but its code's ramp
 // (a bracket slip) went from about 0 to about 10,000 q/s in 500 ms ticks, and its client prepared
 // every statement (two round trips per query).
 import type { Ramp } from '../load/schedule.js';
