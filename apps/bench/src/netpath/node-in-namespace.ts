@@ -1,4 +1,5 @@
-// A short Node.js program inside one of the path's namespaces (through `ip netns exec`): it prints
+// A short Node.js program inside one of the path's namespaces (through `ip netns exec`), or in
+// the host's own namespace when `ns` is null (the path's server side may be the host): it prints
 // a JSON line {"ready":true,...} when set up and a JSON line {"result":...} when done, on its own
 // or on SIGTERM. Its source is plain JavaScript for `node -e`, so the bundled bench can run it too.
 import { startWorkerProcess } from '../process/worker-process.js';
@@ -22,7 +23,7 @@ function jsonObject(line: string): Record<string, unknown> | null {
   }
 }
 
-export async function startNodeInNamespace(ns: string, name: string, source: string, args: readonly (string | number)[]): Promise<NamespacedNode> {
+export async function startNodeInNamespace(ns: string | null, name: string, source: string, args: readonly (string | number)[]): Promise<NamespacedNode> {
   let resolveResult: (value: unknown) => void = () => undefined;
   let rejectResult: (error: Error) => void = () => undefined;
   const result = new Promise<unknown>((resolve, reject) => {
@@ -33,8 +34,8 @@ export async function startNodeInNamespace(ns: string, name: string, source: str
   result.catch(() => undefined);
   const worker = await startWorkerProcess<Record<string, unknown>>({
     name,
-    command: 'ip',
-    args: ['netns', 'exec', ns, process.execPath, '-e', source, ...args.map(String)],
+    ...(ns === null ? {} : { command: 'ip' }),
+    args: [...(ns === null ? [] : ['netns', 'exec', ns, process.execPath]), '-e', source, ...args.map(String)],
     startTimeoutMs: 10_000,
     ready: (line) => {
       const o = jsonObject(line);
