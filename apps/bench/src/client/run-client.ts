@@ -19,8 +19,8 @@ import { measureIdle } from './idle-sessions.js';
 import type { IdleResult } from './idle-sessions.js';
 import { startPoolerProcess } from './pooler-process.js';
 import type { RunningPooler } from './pooler-process.js';
-import { startWanProcess } from './wan-process.js';
-import type { RunningWan } from './wan-process.js';
+import { startRelay } from '../stack/relay.js';
+import type { RunningRelay } from '../stack/relay.js';
 
 export interface ClientBenchOptions {
   readonly oneWayMs: number;
@@ -74,7 +74,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
   const certs = await generateDevCertificates({ names: ['localhost'] });
   const pg = await startPostgres({ settings: { max_connections: String(Math.max(100, o.poolSize * 2 + 20)) } });
   let pooler: RunningPooler | null = null;
-  const wans: RunningWan[] = [];
+  const wans: RunningRelay[] = [];
   try {
     const info = pg.info;
     const trust: Login = { user: info.trustUser, database: info.database };
@@ -84,9 +84,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       poolSize: o.poolSize, certPem: certs.certPem, keyPem: certs.keyPem,
     });
     const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.ports.tls, quicPort: pooler.ports.quic, caPem: certs.caPem };
-    const wanTcp = await startWanProcess(o.wanScript, { host: '127.0.0.1', port: pooler.ports.tls }, 'tcp', o.oneWayMs);
+    const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.ports.tls }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startWanProcess(o.wanScript, { host: '127.0.0.1', port: pooler.ports.quic }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.ports.quic }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
     const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
     log(`WAN emulator: ${o.oneWayMs} ms each way; its own probe RTT ${wanTcp.measuredRtt?.medianMs ?? '?'} ms (tcp), ${wanUdp.measuredRtt?.medianMs ?? '?'} ms (udp)`);
