@@ -19,7 +19,7 @@ import type { IdleResult } from './idle-sessions.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDaemon } from '../stack/daemon.js';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
 import { startRelay } from '../stack/relay.js';
 import type { RunningRelay } from '../stack/relay.js';
@@ -90,10 +90,10 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       // 2,000 TLS handshakes at once on a busy 2-core machine take a while.
       settings: { limits: { auth_timeout_ms: 120_000 }, pool: { query_wait_timeout_ms: 60_000 } },
     });
-    const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.tcpPort, quicPort: pooler.quicPort, caPem: pooler.caPem };
+    const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.tcpPort, quicPort: quicPortOf(pooler), caPem: pooler.caPem };
     const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.quicPort }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
     const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
     log(`WAN emulator: ${o.oneWayMs} ms each way; its own probe RTT ${wanTcp.measuredRtt?.medianMs ?? '?'} ms (tcp), ${wanUdp.measuredRtt?.medianMs ?? '?'} ms (udp)`);

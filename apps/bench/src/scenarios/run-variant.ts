@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
-import { startDaemon } from '../stack/daemon.js';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
@@ -82,7 +82,7 @@ function loadLimitMs(plan: ScenarioPlan): number {
 async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, daemon: RunningDaemon | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
   const pg = ctx.pg;
   const transport = transportOf(variant.client);
-  const endpoint = daemon === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? daemon.tcpPort : daemon.quicPort);
+  const endpoint = daemon === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? daemon.tcpPort : quicPortOf(daemon));
   const config: ChildConfig = {
     variant: variant.name,
     client: variant.client,

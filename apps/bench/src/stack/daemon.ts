@@ -38,7 +38,8 @@ export interface RunningDaemon {
   readonly pid: number;
   readonly host: string;
   readonly tcpPort: number;
-  readonly quicPort: number;
+  /** null when the config turned QUIC off. */
+  readonly quicPort: number | null;
   /** The development CA that signed its certificate (server name `localhost`). */
   readonly caPem: string;
   readonly configFile: string;
@@ -92,11 +93,11 @@ export function daemonConfig(o: DaemonOptions): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** "Listening: tcp 10.201.3.1:43459, quic (udp) 10.201.3.1:45040" from its banner. */
-export function parseListening(line: string): { host: string; tcpPort: number; quicPort: number } | null {
-  const m = /^Listening: tcp (.+):(\d+), quic \(udp\) (.+):(\d+)$/.exec(line.trim());
+/** "Listening: tcp 10.201.3.1:43459, quic (udp) 10.201.3.1:45040" from its banner (QUIC may be off: null). */
+export function parseListening(line: string): { host: string; tcpPort: number; quicPort: number | null } | null {
+  const m = /^Listening: tcp (.+?):(\d+)(?:, quic \(udp\) .+:(\d+))?$/.exec(line.trim());
   if (m === null) return null;
-  return { host: m[1] ?? '', tcpPort: Number(m[2]), quicPort: Number(m[4]) };
+  return { host: m[1] ?? '', tcpPort: Number(m[2]), quicPort: m[3] === undefined ? null : Number(m[3]) };
 }
 
 export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
@@ -114,4 +115,10 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   });
   const caPem = readFileSync(join(o.stateDir, 'certs', 'ca.pem'), 'utf8');
   return { pid: daemon.pid, ...daemon.ready, caPem, configFile, stop: () => daemon.stop() };
+}
+
+/** The daemon's QUIC port, for callers that started it with QUIC on (the default). */
+export function quicPortOf(d: RunningDaemon): number {
+  if (d.quicPort === null) throw new Error('the daemon was started without its QUIC listener');
+  return d.quicPort;
 }
