@@ -32,6 +32,8 @@ export interface WorkerSpawn<T> {
   readonly startTimeoutMs: number;
   /** 'inherit' (default): the child's stderr is ours; 'capture': kept (its tail) for error messages. */
   readonly stderr?: 'inherit' | 'capture';
+  /** Where the ready line comes: 'stdout' (default), or 'stderr' for programs that log there (PgBouncer); then stderr is captured too. */
+  readonly readyOn?: 'stdout' | 'stderr';
   /** Other stdout lines go to our stderr (e.g. V8 traces asked for with a Node flag). */
   readonly echo?: boolean;
   /** Every stdout line after the ready line (e.g. stats the helper prints on request). */
@@ -47,14 +49,15 @@ const STDERR_TAIL = 4_000;
 
 /** Starts `node ...args` (or `command ...args`) and resolves once a stdout line is its ready line. */
 export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<T>> {
-  const capture = o.stderr === 'capture';
+  const readyOnStderr = o.readyOn === 'stderr';
+  const capture = o.stderr === 'capture' || readyOnStderr;
   const child = spawn(o.command ?? process.execPath, [...o.args], {
-    stdio: ['pipe', 'pipe', capture ? 'pipe' : 'inherit'],
+    stdio: ['pipe', readyOnStderr ? 'ignore' : 'pipe', capture ? 'pipe' : 'inherit'],
     env: o.env ?? process.env,
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
   });
-  const stdout = child.stdout;
-  if (stdout === null) throw new Error(`${o.name}: no stdout pipe`);
+  const stdout = readyOnStderr ? child.stderr : child.stdout;
+  if (stdout === null) throw new Error(`${o.name}: no ${readyOnStderr ? 'stderr' : 'stdout'} pipe`);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL);
