@@ -68,7 +68,7 @@ async function measure(): Promise<void> {
   const up = numberOption('delay-ms', values['delay-ms']);
   const down = values['delay-down-ms'] === undefined ? up : numberOption('delay-down-ms', values['delay-down-ms']);
   const cc = values.cc;
-  if (cc !== 'bbr' && cc !== 'reno') throw new Error('--cc must be bbr or reno (cubic is not allowed by this kernel)');
+  if (cc !== 'bbr' && cc !== 'reno' && cc !== 'cubic') throw new Error('--cc must be cubic, bbr or reno (set per route on both sides)');
   const loadPps = numberOption('load-pps', values['load-pps']);
   const loadSeconds = numberOption('load-seconds', values['load-seconds']);
   const path: PacketPath = await createPacketPath({

@@ -18,8 +18,6 @@
 // namespaces; an 'exit' hook does the same if close() was never reached; a detached watchdog
 // does it when we are killed outright (SIGKILL runs no hook); and every new path first deletes
 // namespaces of this kind whose owner process is dead.
-import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { ensureForwarderBinary, forwarderBuildUnavailableReason } from './build.js';
 import type { ForwarderProcess, ForwarderReady, ForwarderStats } from './forwarder-process.js';
@@ -32,7 +30,6 @@ import {
   removeStaleNamespaces,
   run,
   setSysctls,
-  spawnInNamespace,
 } from './namespaces.js';
 import type { UdpProbeOptions, UdpProbeResult } from './udp-probe.js';
 import { probeUdp } from './udp-probe.js';
@@ -94,8 +91,6 @@ export interface PacketPath {
   stats(): Promise<ForwarderStats>;
   /** Round trips with UDP through the path (an echo in serverNs, a prober in clientNs). */
   measureRtt(o?: UdpProbeOptions): Promise<UdpProbeResult>;
-  /** Starts a process in the client's or the server's namespace. */
-  spawn(side: 'client' | 'server', command: string, args: readonly string[], options?: SpawnOptions): ChildProcess;
   /** Stops the forwarder and deletes both namespaces; resolves with the forwarder's last stats. */
   close(): Promise<ForwarderStats | null>;
 }
@@ -338,10 +333,6 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
     description,
     stats: () => running.stats(),
     measureRtt: (probe?: UdpProbeOptions) => probeUdp(clientNs, serverNs, serverIp, probe),
-    spawn: (side, command, args, options) => {
-      const ns = side === 'client' ? clientNs : serverNs;
-      return ns === null ? spawn(command, args, options ?? {}) : spawnInNamespace(ns, command, args, options);
-    },
     close(): Promise<ForwarderStats | null> {
       closing ??= (async () => {
         const last = await running.stop();

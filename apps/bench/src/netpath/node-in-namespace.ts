@@ -2,7 +2,7 @@
 // the host's own namespace when `ns` is null (the path's server side may be the host): it prints
 // a JSON line {"ready":true,...} when set up and a JSON line {"result":...} when done, on its own
 // or on SIGTERM. Its source is plain JavaScript for `node -e`, so the bundled bench can run it too.
-import { startWorkerProcess } from '../process/worker-process.js';
+import { jsonLine, startWorkerProcess } from '../process/worker-process.js';
 
 export interface NamespacedNode {
   readonly pid: number;
@@ -12,15 +12,6 @@ export interface NamespacedNode {
   readonly result: Promise<unknown>;
   /** SIGTERM (the program reports and exits; SIGKILL after 5 s); resolves when it has exited. */
   stop(): Promise<void>;
-}
-
-function jsonObject(line: string): Record<string, unknown> | null {
-  try {
-    const parsed: unknown = JSON.parse(line);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }
 
 export async function startNodeInNamespace(ns: string | null, name: string, source: string, args: readonly (string | number)[]): Promise<NamespacedNode> {
@@ -38,11 +29,11 @@ export async function startNodeInNamespace(ns: string | null, name: string, sour
     args: [...(ns === null ? [] : ['netns', 'exec', ns, process.execPath]), '-e', source, ...args.map(String)],
     startTimeoutMs: 10_000,
     ready: (line) => {
-      const o = jsonObject(line);
+      const o = jsonLine(line);
       return o !== null && o.ready === true ? o : null;
     },
     onLine: (line) => {
-      const o = jsonObject(line);
+      const o = jsonLine(line);
       if (o !== null && 'result' in o) resolveResult(o.result);
     },
   });
