@@ -33,6 +33,8 @@ describe('load scaled to the machine', () => {
     const clients = (name: 'sockets' | 'fair' | 'loss') => planFor(name, settings, scale).variants.map((v) => v.client);
     const [tcp, quic] = clients('sockets');
     expect(tcp?.kind === 'pg' && quic?.kind === 'quic' && tcp.sessions === quic.connections).toBe(true);
+    // The seed's sockets scenario: TCP 50 vs QUIC 50 x 40.
+    expect(planFor('sockets', { ...settings, seedScale: true }, seedScale).variants.map((v) => v.label)).toEqual(['TCP + TLS, 50 sessions', 'QUIC, 50 connections x 40 streams']);
     const [ftcp, fquic] = clients('fair');
     expect(ftcp?.kind === 'pg' && fquic?.kind === 'quic' && ftcp.sessions === fquic.connections * fquic.streams).toBe(true);
     expect(planFor('loss', settings, scale).wan?.lossRate).toBe(0.01);

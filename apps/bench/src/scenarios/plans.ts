@@ -2,7 +2,9 @@
 // measured first (capacity: the same client, daemon and path with no added delay, closed loop);
 // every WAN ramp then peaks at 70% of the lower of TCP's and QUIC's, so latency is the network's,
 // not a starved CPU's. Session counts put TCP's Little's-law wall, sessions / (round trips per
-// query x RTT), at half of that peak, so TCP visibly hits it while the machine has headroom.
+// query x RTT), at half of that peak, so TCP visibly hits it while the machine has headroom
+// (sockets: TCP gets the QUIC side's connection count, as in the seed, so its wall is lower still;
+// fair and loss: equal sessions, the wall twice the peak).
 // --seed-scale keeps the original benchmark's own numbers instead (500 TCP sessions, 50 x 40
 // QUIC streams, 100 -> 5,000 q/s), which this machine cannot carry.
 import type { Ramp } from '../load/schedule.js';
@@ -91,7 +93,9 @@ function wanPlan(name: 'original' | 'sockets' | 'fair' | 'loss', s: BenchSetting
   const load: LoadSpec = { kind: 'open', probe: probe(s, scale.peak), ramp, tickMs, timeoutMs: timeoutMs(s) };
   const rtt = `${2 * s.delayMs} ms RTT`;
   const common = { name, sanity: false, load, roundTripsPerQuery: trips, wan: { delayMs: s.delayMs, lossRate: name === 'loss' ? s.lossRate : 0 } };
-  const sockets = s.seedScale ? 50 : shape.tcp;
+  // Equal sockets, as in the seed (TCP 50 vs QUIC 50 x 40): TCP gets as many connections as
+  // QUIC has; its wall (connections / RTT) then sits well below the peak, QUIC's far above it.
+  const sockets = shape.connections;
   switch (name) {
     case 'original':
       return {
@@ -103,9 +107,9 @@ function wanPlan(name: 'original' | 'sockets' | 'fair' | 'loss', s: BenchSetting
     case 'sockets':
       return {
         ...common,
-        title: `Sockets: TCP ${sockets} connections vs QUIC ${sockets} x ${s.seedScale ? 40 : 4} streams`,
-        description: `Equal socket counts, ${rtt}: a TCP connection carries one query at a time, so TCP must plateau near ${sockets} / RTT (Little's law); each QUIC connection multiplexes ${s.seedScale ? 40 : 4} sessions. ${scalingText(s, scale, sockets, 1)}`,
-        variants: [tcpVariant(sockets, false), quicVariant(sockets, s.seedScale ? 40 : 4, false)],
+        title: `Sockets: TCP ${sockets} connections vs QUIC ${sockets} x ${shape.streams} streams`,
+        description: `Equal socket counts as in the seed (TCP gets as many connections as the original's QUIC side has), ${rtt}: a TCP connection carries one query at a time, so TCP must plateau near ${sockets} / RTT (Little's law); each QUIC connection multiplexes ${shape.streams} sessions. ${scalingText(s, scale, sockets, 1)}`,
+        variants: [tcpVariant(sockets, false), quicVariant(sockets, shape.streams, false)],
       };
     case 'fair':
     case 'loss': {
