@@ -3,8 +3,10 @@
 // inside a namespace. A child announces readiness with one line on stdout; its other stdout lines
 // go to `onLine` (after the ready line), or with `echo` to our stderr, or are dropped. The bench
 // holds the child's stdin, so a child that watches it ends with the bench even if the bench dies;
-// stop() sends SIGTERM (or `stopSignal`), then SIGKILL after 5 s, and resolves once it has exited.
+// children still running when the bench exits are killed by an exit hook. stop() sends SIGTERM
+// (or `stopSignal`), then SIGKILL after 5 s, and resolves once it has exited.
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 export interface WorkerProcess<T> {
@@ -47,6 +49,20 @@ export interface WorkerSpawn<T> {
 const KILL_AFTER_MS = 5_000;
 const STDERR_TAIL = 4_000;
 
+/** Children not yet exited: an exit of ours (an uncaught error, process.exit) takes them along. */
+const live = new Set<ChildProcess>();
+let exitHook = false;
+function track(child: ChildProcess): void {
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', () => {
+      for (const c of live) c.kill('SIGKILL');
+    });
+  }
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
 /** Starts `node ...args` (or `command ...args`) and resolves once a stdout line is its ready line. */
 export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<T>> {
   const readyOnStderr = o.readyOn === 'stderr';
@@ -56,6 +72,7 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
     env: o.env ?? process.env,
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
   });
+  track(child);
   const stdout = readyOnStderr ? child.stderr : child.stdout;
   if (stdout === null) throw new Error(`${o.name}: no ${readyOnStderr ? 'stderr' : 'stdout'} pipe`);
   let stderr = '';

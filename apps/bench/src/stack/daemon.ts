@@ -3,7 +3,7 @@
 // QUIC ticket key in a state folder (kept across starts, so 0-RTT tickets stay valid). Every
 // benchmark that needs a pooler starts it here, so what is measured is the deployable, not a
 // pooler the bench assembled from the packages.
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { startWorkerProcess } from '../process/worker-process.js';
@@ -46,6 +46,8 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
+const SETPRIV = '/usr/bin/setpriv';
+
 /** The `quicpool` CLI of this workspace (apps/pooler's bin), built by `pnpm build`. */
 export function daemonCli(): string {
   const require = createRequire(import.meta.url);
@@ -53,7 +55,9 @@ export function daemonCli(): string {
   const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: Record<string, string> };
   const bin = pkg.bin?.quicpool;
   if (bin === undefined) throw new Error(`${manifest} declares no quicpool bin`);
-  return join(dirname(manifest), bin);
+  const cli = join(dirname(manifest), bin);
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: build the daemon first (pnpm build)`);
+  return cli;
 }
 
 const quote = (v: string): string => JSON.stringify(v); // a TOML basic string is a JSON string
@@ -104,9 +108,14 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   mkdirSync(o.stateDir, { recursive: true, mode: 0o700 });
   const configFile = join(o.stateDir, 'quicpool.toml');
   writeFileSync(configFile, daemonConfig(o), { mode: 0o600 });
+  const node = [process.execPath, ...(o.nodeFlags ?? []), o.cli ?? daemonCli(), 'start', '--config', configFile];
+  // The daemon does not watch its stdin: where setpriv exists, the kernel ends it if we die (even by SIGKILL).
+  const pdeath = existsSync(SETPRIV) ? [SETPRIV, '--pdeathsig', 'SIGTERM', '--'] : [];
+  const [command = process.execPath, ...args] = [...pdeath, ...node];
   const daemon = await startWorkerProcess({
     name: 'the quicpool daemon',
-    args: [...(o.nodeFlags ?? []), o.cli ?? daemonCli(), 'start', '--config', configFile],
+    command,
+    args,
     startTimeoutMs: 30_000,
     stderr: 'capture',
     ready: parseListening,
