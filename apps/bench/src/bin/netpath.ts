@@ -8,8 +8,11 @@
 //   --hold    builds a path, prints {"ready":true,...names and pids...} and keeps it until SIGTERM,
 //             SIGINT or EOF on stdin (the test SIGKILLs it to check the watchdog's cleanup)
 import { parseCommandLine } from '../command-line.js';
-import type { ForwarderStats, PacketPath, UdpProbeResult } from '../netpath/index.js';
-import { createPacketPath, forwarderSourcePath, packetPathUnavailableReason } from '../netpath/index.js';
+import { forwarderSourcePath } from '../netpath/build.js';
+import type { ForwarderStats } from '../netpath/forwarder-process.js';
+import type { PacketPath } from '../netpath/netpath.js';
+import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
+import type { UdpProbeResult } from '../netpath/udp-probe.js';
 
 const { values } = parseCommandLine('pnpm bench:netpath', {
   options: {

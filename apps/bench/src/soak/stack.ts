@@ -11,8 +11,8 @@ import { startPostgres } from '@quicpool/pg-fixture';
 import type { PostgresServer } from '@quicpool/pg-fixture';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import { readProcSample } from '../telemetry/proc.js';
-import { startWanEmulator } from '../wan/index.js';
-import type { WanEmulator } from '../wan/index.js';
+import { startWanEmulator } from '../wan/emulator.js';
+import type { WanEmulator } from '../wan/emulator.js';
 
 export const SOAK_ROLE = 'soak_load';
 export const SOAK_TABLE = 'soak_rows';

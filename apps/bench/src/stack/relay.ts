@@ -3,7 +3,7 @@
 // packet path cannot be built (no root, no TUN): it terminates TCP on both sides, so TCP's own
 // loss recovery never sees the delay. One per protocol: the pooler's TCP and QUIC ports differ.
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
-import type { RttMeasurement, WanProtocol } from '../wan/index.js';
+import type { RttMeasurement, WanProtocol } from '../wan/emulator.js';
 
 export interface RunningRelay {
   readonly pid: number;

@@ -4,8 +4,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WanEmulator } from './index.js';
-import { startWanEmulator, summarize } from './index.js';
+import type { WanEmulator } from './emulator.js';
+import { startWanEmulator, summarize } from './emulator.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
