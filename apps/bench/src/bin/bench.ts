@@ -109,8 +109,8 @@ function summaryLines(results: readonly ScenarioResult[]): string[] {
   const table: string[][] = [header];
   const notes: string[] = [];
   for (const r of results) {
-    if (r.kind === 'unavailable') {
-      notes.push(`${r.name}: skipped: needs ${r.needs}`);
+    if (r.kind !== 'ran') {
+      notes.push(r.kind === 'failed' ? `${r.name}: FAILED: ${r.error}` : `${r.name}: skipped: needs ${r.needs}`);
       continue;
     }
     notes.push(`${r.plan.name}: ${r.answer}${r.unstable.length > 0 ? ` [unstable: ${r.unstable.join(', ')}]` : ''}`);

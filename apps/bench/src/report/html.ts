@@ -115,6 +115,7 @@ const list = (items: readonly string[]): string => (items.length === 0 ? '' : `<
 
 function section(r: ScenarioResult): string {
   if (r.kind === 'unavailable') return `<section data-scenario="${r.name}" class="unavailable"><h2>${escapeXml(r.name)}: ${escapeXml(r.title)}</h2><p>Skipped: needs ${escapeXml(r.needs)}.</p></section>`;
+  if (r.kind === 'failed') return `<section data-scenario="${r.name}" class="unavailable"><h2>${escapeXml(r.name)}: ${escapeXml(r.title)}</h2><p class="unstable">Failed: ${escapeXml(r.error)}</p></section>`;
   const runs = shownRuns(r);
   const errors = runs.flatMap((run) => run.result.errors.map((e) => `${run.variant} error: ${e}`));
   return [
@@ -135,7 +136,7 @@ function section(r: ScenarioResult): string {
 
 /** Sections in reading order: the comparisons as they ran, then the sanity checks, then what was skipped. */
 export function inReadingOrder(results: readonly ScenarioResult[]): ScenarioResult[] {
-  const rank = (r: ScenarioResult): number => (r.kind === 'unavailable' ? 2 : r.plan.sanity ? 1 : 0);
+  const rank = (r: ScenarioResult): number => (r.kind !== 'ran' ? 2 : r.plan.sanity ? 1 : 0);
   return [...results].sort((a, b) => rank(a) - rank(b));
 }
 
@@ -144,7 +145,9 @@ function headline(d: ReportData): string {
   const main = ran.find((r) => r.plan.name === 'original') ?? ran.find((r) => !r.plan.sanity) ?? ran[0];
   const rtt = d.setup.rttConfiguredMs;
   const answers = inReadingOrder(d.results).map((r) =>
-    r.kind === 'ran' ? `<li><b>${escapeXml(r.plan.name)}</b>: ${escapeXml(r.answer)}${r.unstable.length > 0 ? ' <span class="unstable">(rounds differ by more than 15%)</span>' : ''}</li>` : `<li><b>${escapeXml(r.name)}</b>: skipped (needs ${escapeXml(r.needs)}).</li>`,
+    r.kind === 'ran'
+      ? `<li><b>${escapeXml(r.plan.name)}</b>: ${escapeXml(r.answer)}${r.unstable.length > 0 ? ' <span class="unstable">(rounds differ by more than 15%)</span>' : ''}</li>`
+      : `<li><b>${escapeXml(r.name)}</b>: ${r.kind === 'failed' ? `<span class="unstable">failed (${escapeXml(r.error)})</span>` : `skipped (needs ${escapeXml(r.needs)})`}.</li>`,
   );
   const path =
     d.setup.wanPath === 'packet'

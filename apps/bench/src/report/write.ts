@@ -43,6 +43,8 @@ export interface Summary {
   }>;
 }
 
+export const nameOf = (r: ScenarioResult): string => (r.kind === 'ran' ? r.plan.name : r.name);
+
 export function timestampDirName(date: Date): string {
   return date.toISOString().replace(/[:.]/g, '-');
 }
@@ -51,7 +53,7 @@ export const csvName = (run: VariantRun): string => `${run.scenario}-${run.varia
 
 /** A scenario's JSON: its medians by name next to one entry per variant (the charted round's). */
 export function scenarioFigures(r: ScenarioResult): Record<string, unknown> | null {
-  if (r.kind === 'unavailable') return null;
+  if (r.kind !== 'ran') return null;
   const shown = r.rounds[r.shownRound] ?? [];
   const out: Record<string, unknown> = {
     title: r.plan.title,
@@ -77,6 +79,10 @@ export function buildSummary(results: readonly ScenarioResult[], machine: Machin
       case 'unavailable':
         figures[r.name] = null;
         notAvailable[r.name] = r.needs;
+        break;
+      case 'failed':
+        figures[r.name] = null;
+        notAvailable[r.name] = `failed: ${r.error}`;
         break;
       case 'ran':
         figures[r.plan.name] = scenarioFigures(r);
@@ -110,7 +116,7 @@ export async function writeReport(o: {
   const summary = buildSummary(o.results, o.machine, o.setup, now.toISOString(), o.command);
   const csvFiles: string[] = [];
   for (const r of o.results) {
-    if (r.kind === 'unavailable') continue;
+    if (r.kind !== 'ran') continue;
     for (const run of r.rounds.flat()) {
       const file = join(dir, csvName(run));
       await writeFile(file, toCsv(run.rows));
@@ -128,7 +134,7 @@ export async function writeReport(o: {
     const shots = [
       { selector: 'header.headline', file: join(dir, 'report.png') },
       ...inReadingOrder(o.results).map((r) => {
-        const name = r.kind === 'ran' ? r.plan.name : r.name;
+        const name = nameOf(r);
         return { selector: `section[data-scenario="${name}"]`, file: join(dir, `${name}.png`) };
       }),
     ];

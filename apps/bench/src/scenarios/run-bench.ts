@@ -113,7 +113,14 @@ export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutco
         results.push({ kind: 'unavailable', name, title: plan.title, needs: `the packet-level path for real loss of TCP segments (${fallback ?? ''})` });
         continue;
       }
-      results.push(await runScenario(ctx, plan, o.rounds));
+      try {
+        results.push(await runScenario(ctx, plan, o.rounds));
+      } catch (error) {
+        // One broken scenario must not cost the others (its processes are stopped by now).
+        const message = error instanceof Error ? error.message : String(error);
+        io.log(`${name} FAILED: ${message}`);
+        results.push({ kind: 'failed', name, title: plan.title, error: message.slice(0, 2_000) });
+      }
     }
     const setup: SetupFacts = { wanPath: mode, fallback, rttConfiguredMs: 2 * o.delayMs, congestion: congestionFacts(mode, o.congestionControl), scale: scaleText(scale), rounds: o.rounds };
     const report = await writeReport({ results, machine: describeMachine(), setup, command: o.command, ...(o.out === null ? {} : { dir: o.out }), png: o.png });

@@ -143,4 +143,6 @@ export type ScenarioResult =
       readonly answer: string;
       readonly notes: readonly string[];
     }
-  | { readonly kind: 'unavailable'; readonly name: ScenarioName; readonly title: string; readonly needs: string };
+  | { readonly kind: 'unavailable'; readonly name: ScenarioName; readonly title: string; readonly needs: string }
+  /** A run that broke (a process failed to start or died): the other scenarios still run. */
+  | { readonly kind: 'failed'; readonly name: ScenarioName; readonly title: string; readonly error: string };
