@@ -84,7 +84,7 @@ function pathNotes(runs: readonly VariantRun[]): string[] {
     const p = r.path;
     if (p.mode === 'none') return [];
     const drops = p.randomDrops === null ? '' : `, random drops ${p.randomDrops[0]} up / ${p.randomDrops[1]} down, queue drops ${p.queueDrops ?? 0}`;
-    const late = p.lateP99Us === null ? '' : `, forwarder release lateness p99 ${p.lateP99Us} µs`;
+    const late = p.lateP99Us === null ? '' : `, forwarder release lateness p99 ${p.lateP99Us} µs (scheduling ${p.forwarderSched ?? '?'})`;
     return [`${r.variant} path: RTT ${p.rttMs?.toFixed(2) ?? 'n/a'} ms (p99 ${p.rttP99Ms?.toFixed(2) ?? 'n/a'})${drops}${late}.`];
   });
 }

@@ -97,6 +97,8 @@ export interface PathFacts {
   readonly queueDrops: number | null;
   /** The forwarder's release lateness p99 (µs, worse direction). */
   readonly lateP99Us: number | null;
+  /** How the forwarder was scheduled ('fifo:10' = real-time as root), null without one. */
+  readonly forwarderSched: string | null;
   readonly description: string;
 }
 

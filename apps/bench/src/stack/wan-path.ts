@@ -64,6 +64,7 @@ async function packetPath(spec: WanSpec): Promise<VariantPath> {
         randomDrops: [s.up.randomDrops, s.down.randomDrops],
         queueDrops: s.up.queueDrops + s.down.queueDrops,
         lateP99Us: Math.max(s.up.lateUs?.p99 ?? 0, s.down.lateUs?.p99 ?? 0),
+        forwarderSched: s.sched,
         description: path.description,
       };
     },
@@ -94,6 +95,7 @@ function relayPath(spec: WanSpec, wanScript: string): VariantPath {
       randomDrops: null,
       queueDrops: null,
       lateP99Us: null,
+      forwarderSched: null,
       description: `user-space relay (terminates TCP), ${spec.delayMs} ms each way, RTT from its own probe through both delay lines`,
     }),
     close: async () => {
@@ -113,6 +115,6 @@ export const NO_PATH: VariantPath = {
   clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
   endpoint: async (_protocol, port) => ({ host: '127.0.0.1', port }),
   forwarderPid: () => null,
-  facts: async () => ({ mode: 'none', rttMs: null, rttP99Ms: null, randomDrops: null, queueDrops: null, lateP99Us: null, description: 'none: straight to Postgres on the host' }),
+  facts: async () => ({ mode: 'none', rttMs: null, rttP99Ms: null, randomDrops: null, queueDrops: null, lateP99Us: null, forwarderSched: null, description: 'none: straight to Postgres on the host' }),
   close: async () => undefined,
 };
