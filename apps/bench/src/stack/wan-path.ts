@@ -21,7 +21,7 @@ export interface WanSpec {
 }
 
 export interface VariantPath {
-  readonly mode: PathMode;
+  readonly mode: PathMode | 'none';
   /** Where the daemon must listen to be reached only through the path. */
   readonly serverHost: string;
   /** The client process's command: inside the client namespace on the packet path. */
@@ -110,7 +110,7 @@ export async function openPath(mode: PathMode, spec: WanSpec, wanScript: string)
 
 /** No path at all: the client talks to Postgres on the host directly. */
 export const NO_PATH: VariantPath = {
-  mode: 'relay',
+  mode: 'none',
   serverHost: '127.0.0.1',
   clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
   endpoint: async (_protocol, port) => ({ host: '127.0.0.1', port }),
