@@ -2,7 +2,7 @@
 // find the Postgres and its postmaster, measure the stack's capacity when a WAN scenario needs
 // the scale, run every scenario R rounds, write the report. `pnpm bench` and the tests both run
 // this; every process it starts is stopped before it returns or throws.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CongestionControl } from '../netpath/netpath.js';
@@ -50,9 +50,24 @@ export interface BenchOutcome {
 
 const WAN: readonly ScenarioName[] = ['original', 'sockets', 'fair', 'loss'];
 
+/** A sysctl of the host (the bench's own namespace), or '?'. */
+function hostSysctl(key: string): string {
+  try {
+    return readFileSync(`/proc/sys/${key}`, 'utf8').trim();
+  } catch {
+    return '?';
+  }
+}
+
 function congestionFacts(mode: PathMode, cc: CongestionControl): SetupFacts['congestion'] {
+  const host = hostSysctl('net/ipv4/tcp_congestion_control');
+  // A new namespace starts from the host's default; the path sets it to cc when the allowed list has it.
+  const nsDefault = hostSysctl('net/ipv4/tcp_allowed_congestion_control').split(/\s+/).includes(cc) ? cc : host;
   const quic = cc === 'cubic' ? 'cubic on both sides (quiche\'s default in the daemon; set on the client to match)' : `${cc} on the client, but cubic in the daemon (it has no setting for quiche's congestion control): the sides differ`;
-  const tcp = mode === 'packet' ? `${cc} on both sides (set on each side's route to the other: ip route ... congctl)` : "the host's default on each loopback leg (the relay terminates TCP)";
+  const tcp =
+    mode === 'packet'
+      ? `${cc} on both sides (set on each side's route to the other: ip route ... congctl; net.ipv4.tcp_congestion_control is ${nsDefault} in the client namespace, ${host} on the host)`
+      : `the host's default, ${host}, on each loopback leg (the relay terminates TCP)`;
   const tcpPaces = cc === 'bbr' ? 'Linux TCP paces (bbr)' : `Linux TCP does not pace with ${cc} (it paces with bbr or the fq qdisc, which this kernel lacks)`;
   return { tcp, quic, pacing: `${tcpPaces}; QUIC never paces: the quiche binding gives no send time JS could use (SendInfo.at is opaque).` };
 }
