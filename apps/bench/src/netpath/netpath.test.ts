@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import benchTsupConfig from '../../tsup.config.js';
 import { createPacketPath, packetPathUnavailableReason, type PacketPath } from './netpath.js';
 import { pathNamespaces, processAlive, removeStaleNamespaces } from './namespaces.js';
-import { exchangeTcp, sendNumberedDatagrams } from './traffic.js';
+import { exchangeTcp, sendNumberedDatagrams } from '../../test/netpath-traffic.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const benchDir = resolve(here, '../..');

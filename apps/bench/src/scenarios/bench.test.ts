@@ -15,7 +15,7 @@ import { packetPathUnavailableReason } from '../netpath/netpath.js';
 import { findChromium } from '../report/chromium.js';
 import { SIX_PANELS } from '../report/html.js';
 import { CSV_COLUMNS, parseCsv } from '../telemetry/csv.js';
-import { buildBenchScript } from './build-script.js';
+import { buildBenchScript } from '../../test/build-bench.js';
 import { SCENARIO_NAMES } from './plans.js';
 import type { BenchOptions, BenchOutcome } from './run-bench.js';
 import { runBench } from './run-bench.js';

@@ -6,7 +6,7 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const benchRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const benchRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 export function buildBenchScript(): { script: string; wanScript: string; remove: () => void } {
   const cache = join(benchRoot, 'node_modules', '.cache');

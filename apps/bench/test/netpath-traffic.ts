@@ -2,8 +2,8 @@
 // namespace, a sink in the other that reports which numbers never came), and a TCP connection
 // moving a given number of random bytes each way, each side hashing what it sent and received.
 // Each program runs inside a namespace through startNodeInNamespace (plain JavaScript source).
-import type { NamespacedNode } from './node-in-namespace.js';
-import { startNodeInNamespace } from './node-in-namespace.js';
+import type { NamespacedNode } from '../src/netpath/node-in-namespace.js';
+import { startNodeInNamespace } from '../src/netpath/node-in-namespace.js';
 
 // Counts datagrams numbered 0..count-1; on SIGTERM reports how many came and which never did.
 const SINK_SOURCE = `
