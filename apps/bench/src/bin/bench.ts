@@ -1,230 +1,204 @@
-// `pnpm bench`: runs the benchmark scenarios, prints a line per second and a summary table, and
-// writes bench-results/<timestamp>/ (CSVs, summary.json, report.html, report.png).
-//   node dist/bin/bench.js [--quick] [--scenario NAME]... [--pg URL] [--out DIR] [--json] [--original-exact] [--no-png]
-//                          [--ramp START,END,SECONDS] [--delay-ms ONE_WAY]
-// The same file is also every helper process of a run: `--bench-worker pooler|wan|variant <json>`.
-// Without --pg it starts an embedded Postgres and always stops it. With --json the last line printed
-// is one JSON object of figures; scenarios that cannot run yet are null there, never invented.
+// `pnpm bench`: does multiplexing beat TCP pooling for a client 30 ms away? Runs the scenarios
+// over the packet-level WAN path (as root; else the relay, and the report says so), against the
+// real quicpool daemon, R rounds each; prints a line per second and a summary; writes
+// bench-results/<timestamp>/ (CSVs, summary.json, report.html, report.png, <scenario>.png).
+// `--help` lists the options. With --json the last line printed is one JSON object of figures.
+// The same file is the client process of every variant run: `--bench-worker variant <json>`.
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ClientConfig } from 'pg';
 import type { PostgresServer } from '@quicpool/pg-fixture';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { parseCommandLine } from '../command-line.js';
-import { describeMachine, machineLine } from '../report/machine.js';
+import type { CongestionControl } from '../netpath/netpath.js';
 import { variantFigures } from '../report/figures.js';
-import { writeReport } from '../report/write.js';
-import { SCENARIOS, findScenario } from '../scenarios/registry.js';
-import { WORKER_FLAG } from '../scenarios/stack/child.js';
-import type { PoolerWorkerConfig } from '../scenarios/stack/pooler-worker.js';
-import { runPoolerWorker } from '../scenarios/stack/pooler-worker.js';
-import type { VariantWorkerConfig } from '../scenarios/stack/variant-process.js';
-import { runVariantWorker } from '../scenarios/stack/variant-worker.js';
-import type { WanWorkerConfig } from '../scenarios/stack/wan-worker.js';
-import { runWanWorker } from '../scenarios/stack/wan-worker.js';
-import type { ProgressEvent, Scenario, ScenarioContext, ScenarioOverrides, ScenarioResult } from '../scenarios/types.js';
+import { machineLine, describeMachine } from '../report/machine.js';
+import { SCENARIO_NAMES } from '../scenarios/plans.js';
+import type { BenchOptions } from '../scenarios/run-bench.js';
+import { runBench } from '../scenarios/run-bench.js';
+import { WORKER_FLAG } from '../scenarios/run-variant.js';
+import type { PhasedRow, ScenarioResult } from '../scenarios/types.js';
+import type { ChildConfig } from '../scenarios/variant-child.js';
+import { runVariantChild } from '../scenarios/variant-child.js';
+import type { PgTarget } from '../stack/postgres.js';
+import { pgTargetOf } from '../stack/postgres.js';
 
 const OPTIONS = {
   options: {
     quick: { type: 'boolean', default: false },
     scenario: { type: 'string', multiple: true },
+    rounds: { type: 'string' },
     pg: { type: 'string' },
     out: { type: 'string' },
     json: { type: 'boolean', default: false },
-    'original-exact': { type: 'boolean', default: false },
     'no-png': { type: 'boolean', default: false },
-    ramp: { type: 'string' },
-    'delay-ms': { type: 'string' },
+    'original-exact': { type: 'boolean', default: false },
+    'seed-scale': { type: 'boolean', default: false },
+    peak: { type: 'string' },
+    'delay-ms': { type: 'string', default: '15' },
+    'ramp-seconds': { type: 'string' },
+    'probe-seconds': { type: 'string', default: '2' },
+    loss: { type: 'string', default: '0.01' },
+    path: { type: 'string', default: 'auto' },
+    'congestion-control': { type: 'string', default: 'cubic' },
+    seed: { type: 'string', default: '1' },
   },
 } as const;
-const say = (line: string): void => {
-  process.stdout.write(`${line}\n`);
-};
-const workerAt = process.argv.indexOf(WORKER_FLAG);
-const { values } = parseCommandLine('pnpm bench', workerAt >= 0 ? { ...OPTIONS, args: [] } : OPTIONS);
 
+const say = (line: string): void => void process.stdout.write(`${line}\n`);
 const tty = process.stdout.isTTY === true;
-
-function selectScenarios(names: readonly string[] | undefined): Scenario[] {
-  if (names === undefined || names.length === 0) return [...SCENARIOS];
-  return names.map((name) => {
-    const found = findScenario(name);
-    if (found === undefined) {
-      process.stderr.write(`unknown scenario '${name}'; known: ${SCENARIOS.map((s) => s.name).join(', ')}\n`);
-      process.exit(2);
-    }
-    return found;
-  });
-}
-
-const f1 = (v: number | null, div = 1): string => (v === null ? '-' : (v / div).toFixed(1));
-
-/** One progress line per second: a redrawn bar on a terminal, plain lines in logs and CI. */
-function progress(event: ProgressEvent): void {
-  const r = event.row;
-  const stats = `offered ${r.offered_per_sec}/s processed ${r.number_of_queries_processed}/s active ${r.active_number_of_queries} failed ${r.failed_number_of_queries} mean ${f1(r.average_query_time_us, 1000)} ms p99 ${f1(r.p99_us, 1000)} ms rss ${f1(r.memory_bytes, 2 ** 20)} MB`;
-  const second = event.index + 1;
-  if (!tty) {
-    say(`[${event.scenario}/${event.variant}] ${second}s ${stats}`);
-    return;
-  }
-  const width = 20;
-  const done = Math.min(width, Math.round((second / Math.max(1, event.expectedRows)) * width));
-  const bar = `${'#'.repeat(done)}${'.'.repeat(width - done)}`;
-  // Rows past the ramp are the drain (answers still arriving), not more of the schedule.
-  const where = second > event.expectedRows ? 'drain' : `${second}/${event.expectedRows}s`;
-  process.stdout.write(`\r\x1b[2K[${event.scenario}/${event.variant}] [${bar}] ${where} ${stats}`);
-}
-
-function pad(cells: readonly string[], widths: readonly number[]): string {
-  return cells.map((c, i) => c.padStart(widths[i] ?? 0)).join('  ');
-}
-
-function summaryTable(results: readonly ScenarioResult[]): string[] {
-  const header = ['scenario', 'variant', 'sessions', 'offered', 'processed', 'failed', 'peak/s', 'mean@peak ms', 'p50 ms', 'p99 ms', 'rss MB'];
-  const lines: string[][] = [header];
-  const notes: string[] = [];
-  for (const result of results) {
-    switch (result.kind) {
-      case 'unavailable':
-        notes.push(`${result.name}: skipped: needs ${result.needs}`);
-        break;
-      case 'capacity':
-      case 'lan':
-      case 'load':
-        if (result.kind === 'load') for (const note of result.notes ?? []) notes.push(`${result.name}: ${note}`);
-        if (result.kind === 'lan') {
-          const cell = (v: number | null | undefined): string => (v === null || v === undefined ? '-' : String(v));
-          notes.push(`lan: our generator q/s ${Object.entries(result.tps).map(([k, v]) => `${k} ${cell(v)}`).join(', ')}`);
-          if (result.pgbench !== null) notes.push(`lan: pgbench tps ${Object.entries(result.pgbench).map(([k, v]) => `${k} ${cell(v)}`).join(', ')}`);
-          for (const note of result.notes) notes.push(`lan: ${note}`);
-        }
-        if (result.kind === 'capacity') {
-          notes.push(`capacity: ${result.qps} queries/s (closed loop, best at ${result.bestSessions} sessions; steps ${result.steps.map((s) => `${s.sessions}:${s.qps}`).join(' ')})`);
-        }
-        for (const run of result.runs) {
-          for (const error of run.errors ?? []) notes.push(`${run.scenario}/${run.variant} error: ${error}`);
-          const f = variantFigures(run);
-          lines.push([run.scenario, run.variant, String(f.sessions), String(f.offered), String(f.processed), String(f.failed), String(f.peakProcessedPerSec), f1(f.peakMeanLatencyMs), f.p50Ms.toFixed(2), f.p99Ms.toFixed(2), f.peakRssMB.toFixed(1)]);
-        }
-        break;
-      default: {
-        const never: never = result;
-        throw new Error(`unknown result ${String(never)}`);
-      }
-    }
-  }
-  const widths = header.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
-  return [...lines.map((l) => pad(l, widths)), '', ...notes];
-}
-
 const startedAt = Date.now();
+const stamp = (line: string): void => say(`${tty ? '\r\x1b[2K' : ''}[+${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`);
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}
+
+function numberOf(name: string, value: string, min: number): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min) fail(`--${name} wants a number >= ${min}, got ${value}`);
+  return n;
+}
+
+function options(values: ReturnType<typeof parseCommandLine<typeof OPTIONS>>['values']): BenchOptions {
+  const scenarios = (values.scenario ?? [...SCENARIO_NAMES]).map((name) => {
+    const found = SCENARIO_NAMES.find((s) => s === name);
+    return found ?? fail(`unknown scenario '${name}'; known: ${SCENARIO_NAMES.join(', ')}`);
+  });
+  const path = values.path;
+  if (path !== 'auto' && path !== 'packet' && path !== 'relay') fail('--path takes auto, packet or relay');
+  const cc = values['congestion-control'];
+  if (cc !== 'cubic' && cc !== 'reno' && cc !== 'bbr') fail('--congestion-control takes cubic, reno or bbr');
+  const quick = values.quick === true;
+  return {
+    quick,
+    originalExact: values['original-exact'] === true,
+    seedScale: values['seed-scale'] === true,
+    delayMs: numberOf('delay-ms', values['delay-ms'], 0),
+    rampSeconds: numberOf('ramp-seconds', values['ramp-seconds'] ?? (quick ? '4' : '15'), 1),
+    probeSeconds: numberOf('probe-seconds', values['probe-seconds'], 0),
+    lossRate: numberOf('loss', values.loss, 0),
+    scenarios,
+    rounds: Math.round(numberOf('rounds', values.rounds ?? (quick ? '1' : '3'), 1)),
+    peak: values.peak === undefined ? null : numberOf('peak', values.peak, 1),
+    path,
+    congestionControl: cc satisfies CongestionControl,
+    seed: Math.round(numberOf('seed', values.seed, 0)),
+    out: values.out ?? null,
+    png: values['no-png'] !== true,
+    command: `bench ${process.argv.slice(2).join(' ')}`.trim(),
+  };
+}
+
+const seconds = new Map<string, number>();
+
+/** One line per second: redrawn on a terminal, plain lines in logs and CI. */
+function progress(scenario: string, variant: string, round: number, phased: PhasedRow): void {
+  const key = `${scenario}/${variant} r${round}`;
+  const second = (seconds.get(key) ?? 0) + 1;
+  seconds.set(key, second);
+  const r = phased.row;
+  const mean = r.average_query_time_us === null ? '-' : (r.average_query_time_us / 1000).toFixed(1);
+  const line = `[${key}] ${phased.phase} ${second}s offered ${r.offered_per_sec}/s processed ${r.number_of_queries_processed}/s active ${r.active_number_of_queries} failed ${r.failed_number_of_queries} mean ${mean} ms pooler ${r.pooler_cpu_milliseconds ?? '-'} ms/s`;
+  process.stdout.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
+}
+
+function summaryLines(results: readonly ScenarioResult[]): string[] {
+  const header = ['scenario', 'variant', 'sessions', 'offered', 'processed', 'failed', 'peak/s', 'mean@peak ms', 'p50 ms', 'p99 ms', 'rss MB', 'RTT ms'];
+  const table: string[][] = [header];
+  const notes: string[] = [];
+  for (const r of results) {
+    if (r.kind !== 'ran') {
+      notes.push(r.kind === 'failed' ? `${r.name}: FAILED: ${r.error}` : `${r.name}: skipped: needs ${r.needs}`);
+      continue;
+    }
+    notes.push(`${r.plan.name}: ${r.answer}${r.unstable.length > 0 ? ` [unstable: ${r.unstable.join(', ')}]` : ''}`);
+    for (const note of r.notes) notes.push(`  ${note}`);
+    for (const run of r.rounds[r.shownRound] ?? []) {
+      const v = variantFigures(run);
+      table.push([r.plan.name, run.variant, String(v.sessions), String(v.offered), String(v.processed), String(v.failed), String(v.peakProcessedPerSec), v.peakMeanLatencyMs?.toFixed(1) ?? '-', v.p50Ms.toFixed(2), v.p99Ms.toFixed(2), v.peakRssMB.toFixed(1), v.rttMs?.toFixed(2) ?? '-']);
+    }
+  }
+  const widths = header.map((_, i) => Math.max(...table.map((l) => (l[i] ?? '').length)));
+  return [...table.map((l) => l.map((c, i) => c.padStart(widths[i] ?? 0)).join('  ')), '', ...notes];
+}
 
 /**
- * The helper processes run this program's own file. A copy in a private folder keeps a run safe
- * from a rebuild of dist/ while it runs (tsup cleans the folder first); it sits under
- * node_modules/.cache so that its imports resolve exactly as from dist/.
+ * The client processes run this program's own file (and the relay its sibling wan.js). A copy in a
+ * private folder keeps a run safe from a rebuild of dist/ while it runs (tsup cleans the folder
+ * first); it sits under node_modules/.cache so that its imports resolve exactly as from dist/.
  */
-function privateScriptCopy(): { script: string; remove: () => void } {
+function privateScriptCopy(): { script: string; dir: string; remove: () => void } {
   const here = fileURLToPath(import.meta.url);
   const dir = dirname(here);
-  const root = resolve(dir, '../..');
-  const cache = join(root, 'node_modules', '.cache');
+  const cache = join(resolve(dir, '../..'), 'node_modules', '.cache');
   mkdirSync(cache, { recursive: true });
   const copy = mkdtempSync(join(cache, 'bench-run-'));
   for (const file of readdirSync(dir)) if (file.endsWith('.js')) copyFileSync(join(dir, file), join(copy, file));
-  return { script: join(copy, basename(here)), remove: () => rmSync(copy, { recursive: true, force: true }) };
+  return { script: join(copy, basename(here)), dir: copy, remove: () => rmSync(copy, { recursive: true, force: true }) };
 }
 
 async function main(): Promise<number> {
-  const scenarios = selectScenarios(values.scenario);
-  const scriptCopy = privateScriptCopy();
-  const machine = describeMachine();
-  say(`quicpool bench${values.quick ? ' --quick' : ''}: ${scenarios.map((s) => s.name).join(', ')}`);
-  say(`machine: ${machineLine(machine)}`);
+  const { values } = parseCommandLine('pnpm bench', OPTIONS);
+  const o = options(values);
+  const copy = privateScriptCopy();
   let server: PostgresServer | null = null;
   const stop = async (): Promise<void> => {
     const s = server;
     server = null;
-    if (s !== null) await s.stop();
+    await s?.stop();
   };
-  const onSignal = (): void => {
-    void stop().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
+  process.once('SIGTERM', () => void stop().finally(() => process.exit(143)));
   try {
-    let pg: ClientConfig;
+    say(`quicpool bench${o.quick ? ' --quick' : ''}: ${o.scenarios.join(', ')}, ${o.rounds} round(s)`);
+    say(`machine: ${machineLine(describeMachine())}`);
+    let pg: PgTarget;
     if (values.pg !== undefined) {
-      pg = { connectionString: values.pg };
+      pg = pgTargetOf(values.pg);
       say(`postgres: ${values.pg.replace(/:[^:@/]*@/, ':***@')}`);
     } else {
-      server = await startPostgres();
-      const info = server.info;
-      pg = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
-      say(`postgres: embedded ${info.serverVersion} on ${info.host}:${info.port}`);
+      server = await startPostgres({ settings: { max_connections: '200' } });
+      pg = server.info;
+      say(`postgres: embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`);
     }
-    const overrides: ScenarioOverrides = {};
-    if (values.ramp !== undefined) {
-      const [startRate, endRate, seconds] = values.ramp.split(',').map(Number);
-      if (![startRate, endRate, seconds].every((n) => n !== undefined && Number.isFinite(n) && n >= 0)) throw new Error('--ramp wants START,END,SECONDS (e.g. 100,5000,30)');
-      overrides.ramp = { startRate: startRate ?? 0, endRate: endRate ?? 0, durationMs: (seconds ?? 0) * 1000 };
-    }
-    if (values['delay-ms'] !== undefined) overrides.delayMs = Number(values['delay-ms']);
-    const ctx: ScenarioContext = {
-      overrides,
+    const outcome = await runBench(o, {
       pg,
-      quick: values.quick === true,
-      originalExact: values['original-exact'] === true,
-      script: scriptCopy.script,
-      onProgress: progress,
-      log: (line) => say(`${tty ? '\r\x1b[2K' : ''}[+${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`),
-    };
-    const results: ScenarioResult[] = [];
-    for (const scenario of scenarios) {
-      const result = await scenario.run(ctx);
-      if (tty) process.stdout.write('\r\x1b[2K');
-      if (result.kind === 'unavailable') say(`${scenario.name}: skipped: needs ${result.needs}`);
-      results.push(result);
-    }
+      script: copy.script,
+      wanScript: join(copy.dir, 'wan.js'),
+      log: stamp,
+      onRow: (plan, variant, round, row) => progress(plan.name, variant.name, round, row),
+    });
     await stop();
-    const command = `bench ${process.argv.slice(2).join(' ')}`.trim();
-    const report = await writeReport({ results, machine, command, ...(values.out === undefined ? {} : { dir: values.out }), png: values['no-png'] !== true });
+    if (tty) process.stdout.write('\r\x1b[2K');
     say('');
-    for (const line of summaryTable(results)) say(line);
+    for (const line of summaryLines(outcome.results)) say(line);
     say('');
-    say(`report: ${report.htmlFile}`);
-    say('file' in report.png ? `png: ${report.png.file}` : `png: skipped: ${report.png.skipped}`);
+    say(`report: ${outcome.report.htmlFile}`);
+    say('files' in outcome.report.png ? `png: ${outcome.report.png.files.join(', ')}` : `png: skipped: ${outcome.report.png.skipped}`);
     if (values.json === true) {
-      say(JSON.stringify({ ...report.summary.figures, notAvailable: report.summary.notAvailable, machine, reportDir: report.dir }));
+      const s = outcome.report.summary;
+      say(JSON.stringify({ ...s.figures, wanPath: outcome.setup.wanPath, congestionControl: outcome.setup.congestion, scale: outcome.scale, notAvailable: s.notAvailable, machine: s.machine, reportDir: outcome.report.dir }));
     }
     return 0;
   } finally {
     await stop();
-    scriptCopy.remove();
+    copy.remove();
   }
 }
 
-async function worker(kind: string | undefined, json: string | undefined): Promise<void> {
-  const config: unknown = JSON.parse(json ?? '{}');
-  switch (kind) {
-    case 'pooler':
-      return runPoolerWorker(config as PoolerWorkerConfig);
-    case 'wan':
-      return runWanWorker(config as WanWorkerConfig);
-    case 'variant':
-      return runVariantWorker(config as VariantWorkerConfig);
-    default:
-      throw new Error(`unknown worker kind ${String(kind)}`);
-  }
-}
-
+const workerAt = process.argv.indexOf(WORKER_FLAG);
 if (workerAt >= 0) {
-  worker(process.argv[workerAt + 1], process.argv[workerAt + 2]).catch((error: unknown) => {
-    process.stderr.write(`bench worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  });
+  const kind = process.argv[workerAt + 1];
+  if (kind !== 'variant') fail(`unknown worker ${String(kind)}`);
+  runVariantChild(JSON.parse(process.argv[workerAt + 2] ?? '{}') as ChildConfig).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`bench client failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(1);
+    },
+  );
 } else {
   main().then(
     (code) => process.exit(code),
@@ -234,3 +208,4 @@ if (workerAt >= 0) {
     },
   );
 }
+

@@ -2,23 +2,18 @@
 // sessions, TCP+TLS vs the quicpool client over QUIC, under the WAN emulator, in one run.
 //   node dist/bin/client.js [--json] [--parts a,b,c] [--delay 15] [--trials 5] [--sessions 2000]
 //                           [--quic-connections 50] [--streams 40] [--pool-size 20]
-// With --json the last line is one JSON object of the figures. This program is also the forked
-// pooler worker (POOLER_FLAG) and idle-session worker (IDLE_FLAG) of its own runs.
+// With --json the last line is one JSON object of the figures. The pooler is the real quicpool
+// daemon; this program is also the forked idle-session worker (IDLE_FLAG) of its own runs.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from '../command-line.js';
 import { IDLE_FLAG, runIdleWorker } from '../client/idle-sessions.js';
 import type { IdleWorkerConfig } from '../client/idle-sessions.js';
-import { POOLER_FLAG, runPoolerWorker } from '../client/pooler-process.js';
-import type { PoolerWorkerConfig } from '../client/pooler-process.js';
 import { runClientBench } from '../client/run-client.js';
 
 const script = fileURLToPath(import.meta.url);
-const poolerAt = process.argv.indexOf(POOLER_FLAG);
 const idleAt = process.argv.indexOf(IDLE_FLAG);
-if (poolerAt >= 0) {
-  await runPoolerWorker(JSON.parse(process.argv[poolerAt + 1] ?? '{}') as PoolerWorkerConfig);
-} else if (idleAt >= 0) {
+if (idleAt >= 0) {
   try {
     await runIdleWorker(JSON.parse(process.argv[idleAt + 1] ?? '{}') as IdleWorkerConfig);
     process.exit(0);

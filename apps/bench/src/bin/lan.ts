@@ -4,23 +4,22 @@
 //                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer[,nodeForwarder]]
 //                        [--worker-flag --perf-basic-prof]... [--rate TPS]
 // --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
-// --baseline <path of another build's index.js>: that build of @quicpool/pooler is measured too, in every round
-// right after quicpoolTcp (target quicpoolBaseline): a before/after comparison under the same load.
-// POOLER_MODULE=<path> in the environment replaces the quicpoolTcp worker's build instead.
+// quicpool is the real daemon (`quicpool start` with a generated config, TCP only).
+// --baseline <path of another build's apps/pooler/dist/cli.js>: that build's daemon is measured too, in
+// every round right after quicpoolTcp (target quicpoolBaseline): a before/after comparison under the same load.
 // --targets may add nodeForwarder: a Node.js process that pipes each client connection to its own server
 // connection (no pooling, no parsing): a reference for what Node's sockets alone cost per transaction.
-// --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported (noisy machines). --profile: a V8 CPU profile of the quicpool worker into DIR.
+// --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported (noisy machines). --profile: a V8 CPU profile of the quicpool daemon into DIR.
 // With --json the last line is one JSON object of the figures. This program is also the forked
-// quicpool worker of its own runs (WORKER_FLAG).
+// Node forwarder of its own runs (WORKER_FLAG).
 import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from '../command-line.js';
 import { runLan } from '../lan/run-lan.js';
-import { runQuicpoolWorker, WORKER_FLAG } from '../lan/quicpool-process.js';
-import type { QuicpoolWorkerConfig } from '../lan/quicpool-process.js';
+import { runNodeForwarder, WORKER_FLAG } from '../lan/node-forwarder.js';
 
 const workerAt = process.argv.indexOf(WORKER_FLAG);
 if (workerAt >= 0) {
-  await runQuicpoolWorker(JSON.parse(process.argv[workerAt + 1] ?? '{}') as QuicpoolWorkerConfig);
+  await runNodeForwarder(JSON.parse(process.argv[workerAt + 1] ?? '{}') as { host: string; port: number });
 } else {
   const { values } = parseCommandLine('pnpm bench:lan', {
     options: {

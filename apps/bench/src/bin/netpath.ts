@@ -8,8 +8,11 @@
 //   --hold    builds a path, prints {"ready":true,...names and pids...} and keeps it until SIGTERM,
 //             SIGINT or EOF on stdin (the test SIGKILLs it to check the watchdog's cleanup)
 import { parseCommandLine } from '../command-line.js';
-import type { ForwarderStats, PacketPath, UdpProbeResult } from '../netpath/index.js';
-import { createPacketPath, forwarderSourcePath, packetPathUnavailableReason } from '../netpath/index.js';
+import { forwarderSourcePath } from '../netpath/build.js';
+import type { ForwarderStats } from '../netpath/forwarder-process.js';
+import type { PacketPath } from '../netpath/netpath.js';
+import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
+import type { UdpProbeResult } from '../netpath/udp-probe.js';
 
 const { values } = parseCommandLine('pnpm bench:netpath', {
   options: {
@@ -68,7 +71,7 @@ async function measure(): Promise<void> {
   const up = numberOption('delay-ms', values['delay-ms']);
   const down = values['delay-down-ms'] === undefined ? up : numberOption('delay-down-ms', values['delay-down-ms']);
   const cc = values.cc;
-  if (cc !== 'bbr' && cc !== 'reno') throw new Error('--cc must be bbr or reno (cubic is not allowed by this kernel)');
+  if (cc !== 'bbr' && cc !== 'reno' && cc !== 'cubic') throw new Error('--cc must be cubic, bbr or reno (set per route on both sides)');
   const loadPps = numberOption('load-pps', values['load-pps']);
   const loadSeconds = numberOption('load-seconds', values['load-seconds']);
   const path: PacketPath = await createPacketPath({

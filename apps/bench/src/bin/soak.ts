@@ -1,5 +1,5 @@
 // The soak: steady mixed load (simple, extended, prepared, transactions) over TCP and over QUIC
-// streams, through the WAN emulator to an in-process pooler and its own throwaway Postgres, with a
+// streams, through the WAN relay to the real quicpool daemon and its own throwaway Postgres, with a
 // fault injected every few seconds (backend killed, QUIC stream reset, QUIC connection dropped).
 // Prints RSS, heap, open streams, open backends and error counts every minute; at the end compares
 // the last third of the run with the first and exits 1 when memory or counts grew without bound,
@@ -62,13 +62,15 @@ const workers = [
 const samples: SoakSample[] = [];
 const sample = async (): Promise<SoakSample> => {
   const m = process.memoryUsage();
+  const daemon = await stack.daemonCounts();
   const s: SoakSample = {
     t: (performance.now() - started) / 1000,
-    rssMb: m.rss / 2 ** 20,
+    // The client library here and the daemon: what a leak in either would grow.
+    rssMb: (m.rss + daemon.rssBytes) / 2 ** 20,
     heapUsedMb: m.heapUsed / 2 ** 20,
-    streams: stack.quic.stats().streams,
+    streams: daemon.streams,
     backends: await countBackends(stack.monitor),
-    clients: stack.pooler.stats().clients,
+    clients: daemon.clients,
     queries: counters.queries,
     errors: counters.errors,
     unexpectedErrors: counters.unexpectedErrors,

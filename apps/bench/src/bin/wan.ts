@@ -1,23 +1,21 @@
-// The WAN emulator as its own process, so its CPU does not mix with what a benchmark measures.
+// The WAN relay as its own process, so its CPU does not mix with what a benchmark measures (the
+// fallback path of `pnpm bench`, and bench:client's WAN).
 //   node dist/bin/wan.js --target 127.0.0.1:5432 --delay 15 [--loss 0.01] [--protocol both]
-//                        [--listen 127.0.0.1:0] [--seed 1] [--stats-ms 1000] [--watch-stdin]
+//                        [--listen 127.0.0.1:0] [--seed 1] [--watch-stdin]
 // First stdout line: one JSON object {"event":"listening","host","port","measuredRtt",...} that a
-// parent process reads to learn the port. With --stats-ms, a JSON stats line follows periodically.
-// SIGTERM/SIGINT close everything and print a final stats line.
+// parent process reads to learn the port. SIGTERM/SIGINT close everything and print a final stats line.
 import { parseArgs } from 'node:util';
-import type { WanProtocol } from '../wan/index.js';
-import { startWanEmulator } from '../wan/index.js';
+import type { WanProtocol } from '../wan/emulator.js';
+import { startWanEmulator } from '../wan/emulator.js';
 
 const { values } = parseArgs({
   options: {
     target: { type: 'string' },
     listen: { type: 'string', default: '127.0.0.1:0' },
     delay: { type: 'string', default: '0' },
-    'delay-down': { type: 'string' },
     loss: { type: 'string', default: '0' },
     protocol: { type: 'string', default: 'both' },
     seed: { type: 'string', default: '1' },
-    'stats-ms': { type: 'string' },
     'watch-stdin': { type: 'boolean', default: false },
   },
 });
@@ -42,7 +40,7 @@ const emulator = await startWanEmulator({
   targetHost: target.host,
   targetPort: target.port,
   protocol: protocolOf(values.protocol),
-  delayMs: { up, down: values['delay-down'] === undefined ? up : Number(values['delay-down']) },
+  delayMs: up,
   lossRate: Number(values.loss),
   seed: Number(values.seed),
 });
@@ -51,16 +49,10 @@ process.stdout.write(
   `${JSON.stringify({ event: 'listening', host: emulator.host, port: emulator.port, protocol: stats.protocol, configured: stats.configured, measuredRtt: stats.measuredRtt })}\n`,
 );
 
-const interval =
-  values['stats-ms'] === undefined
-    ? null
-    : setInterval(() => process.stdout.write(`${JSON.stringify({ event: 'stats', ...emulator.stats() })}\n`), Number(values['stats-ms']));
-
 let stopping = false;
 const stop = (): void => {
   if (stopping) return;
   stopping = true;
-  if (interval !== null) clearInterval(interval);
   const final = emulator.stats();
   emulator.close().then(() => {
     process.stdout.write(`${JSON.stringify({ event: 'closed', ...final })}\n`);

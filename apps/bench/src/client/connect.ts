@@ -1,5 +1,6 @@
-// How bench:client opens one session on each transport: pg.Client over direct TLS (TLS from the
-// first byte, the fewest round trips TCP can do: no SSLRequest), and the quicpool client over QUIC.
+// How bench:client opens one session on each transport: pg.Client over TCP with TLS after
+// SSLRequest (what the quicpool daemon serves, as Postgres does: one round trip more than direct
+// TLS, which the daemon has no listener for), and the quicpool client over QUIC.
 import pg from 'pg';
 import { QuicPool, SessionManager } from '@quicpool/client';
 import type { StartupHints } from '@quicpool/client';
@@ -14,7 +15,7 @@ export interface Login {
 
 export interface BenchTargets {
   readonly host: string;
-  /** TCP port of the pooler's direct-TLS listener (or of the emulator in front of it). */
+  /** TCP port of the daemon (TLS after SSLRequest), or of the relay in front of it. */
   readonly tlsPort: number;
   /** UDP port of the pooler's QUIC listener (or of the emulator in front of it). */
   readonly quicPort: number;
@@ -24,15 +25,7 @@ export interface BenchTargets {
 
 /** pg settings for a TCP+TLS session (certificate and name verified). */
 export function tlsClientConfig(t: BenchTargets, login: Login): pg.ClientConfig {
-  // `sslnegotiation` (pg >= 8.16) is missing from @types/pg.
-  const config: pg.ClientConfig & { sslnegotiation: 'direct' } = {
-    host: t.host,
-    port: t.tlsPort,
-    ...login,
-    ssl: { ca: t.caPem, servername: 'localhost', rejectUnauthorized: true },
-    sslnegotiation: 'direct',
-  };
-  return config;
+  return { host: t.host, port: t.tlsPort, ...login, ssl: { ca: t.caPem, servername: 'localhost', rejectUnauthorized: true } };
 }
 
 /** Session manager options for the QUIC listener (certificate and name verified). */

@@ -4,8 +4,7 @@
 // socket buffer memory (/proc/net/sockstat `mem`, TCP or UDP), sockets and file descriptors.
 // Measured straight against the pooler (no WAN emulator: an idle session's cost does not depend
 // on the path's delay, and the emulator's own sockets would count in the system-wide sockstat).
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { startWorkerProcess } from '../process/worker-process.js';
 import pg from 'pg';
 import { QuicClient, SessionManager } from '@quicpool/client';
 import type { BenchTargets, Login } from './connect.js';
@@ -123,19 +122,17 @@ function perSession(transport: IdleTransport, a: MemorySample, b: MemorySample, 
 }
 
 /** The bench side: runs the idle measurement in a fresh process of `script`. */
-export function measureIdle(script: string, config: IdleWorkerConfig, timeoutMs = 180_000): Promise<IdleResult> {
-  const child = spawn(process.execPath, ['--expose-gc', script, IDLE_FLAG, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let result: IdleResult | null = null;
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    createInterface({ input: child.stdout }).on('line', (line) => {
+export async function measureIdle(script: string, config: IdleWorkerConfig, timeoutMs = 180_000): Promise<IdleResult> {
+  const worker = await startWorkerProcess({
+    name: `the idle ${config.transport} worker`,
+    args: ['--expose-gc', script, IDLE_FLAG, JSON.stringify(config)],
+    startTimeoutMs: timeoutMs,
+    // Its only announcement is its result: the measurement is done when it is "ready".
+    ready: (line) => {
       const m = /^RESULT (.*)$/.exec(line);
-      if (m !== null) result = JSON.parse(m[1] ?? 'null') as IdleResult;
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (result !== null) resolve(result);
-      else reject(new Error(`idle ${config.transport} worker exited (${code ?? 'killed'}) without a result`));
-    });
+      return m === null ? null : (JSON.parse(m[1] ?? 'null') as IdleResult);
+    },
   });
+  await worker.exited;
+  return worker.ready;
 }

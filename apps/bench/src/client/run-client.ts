@@ -1,5 +1,5 @@
 // `pnpm bench:client`: what the quicpool client buys a far-away Node.js application, in one run.
-// Postgres (pg-fixture) <- quicpool pooler (own process: direct TLS + QUIC) <- WAN emulator (own
+// Postgres (pg-fixture) <- the quicpool daemon (own process: TCP with TLS after SSLRequest + QUIC) <- WAN relay (own
 // processes, one-way delay each way) <- this process (pg over TCP+TLS, @quicpool/client over QUIC).
 //   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
 //   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes)
@@ -7,7 +7,6 @@
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startPostgres } from '@quicpool/pg-fixture';
-import { generateDevCertificates } from '@quicpool/transport';
 import { describeMachine, machineLine } from '../report/machine.js';
 import { readProcSample } from '../telemetry/proc.js';
 import type { BenchTargets, Login } from './connect.js';
@@ -17,10 +16,13 @@ import { measureColdStart, measurePathRtts } from './first-row.js';
 import type { ColdPath, ColdStartResult } from './first-row.js';
 import { measureIdle } from './idle-sessions.js';
 import type { IdleResult } from './idle-sessions.js';
-import { startPoolerProcess } from './pooler-process.js';
-import type { RunningPooler } from './pooler-process.js';
-import { startWanProcess } from './wan-process.js';
-import type { RunningWan } from './wan-process.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import type { RunningDaemon } from '../stack/daemon.js';
+import { startRelay } from '../stack/relay.js';
+import type { RunningRelay } from '../stack/relay.js';
 
 export interface ClientBenchOptions {
   readonly oneWayMs: number;
@@ -32,7 +34,7 @@ export interface ClientBenchOptions {
   readonly json: boolean;
   /** Which measurements to run (all three by default; the JSON then has only theirs). */
   readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
-  /** This program (forked as the pooler and idle workers). */
+  /** This program (forked as the idle workers). */
   readonly script: string;
   /** The WAN emulator program (dist/bin/wan.js). */
   readonly wanScript: string;
@@ -71,22 +73,27 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
   }
   const machine = describeMachine();
   log(`${machineLine(machine)}; open-file limit ${limit ?? 'unknown'}`);
-  const certs = await generateDevCertificates({ names: ['localhost'] });
   const pg = await startPostgres({ settings: { max_connections: String(Math.max(100, o.poolSize * 2 + 20)) } });
-  let pooler: RunningPooler | null = null;
-  const wans: RunningWan[] = [];
+  let pooler: RunningDaemon | null = null;
+  const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-'));
+  const wans: RunningRelay[] = [];
   try {
     const info = pg.info;
     const trust: Login = { user: info.trustUser, database: info.database };
     const scram: Login = { user: info.user, password: info.password, database: info.database };
-    pooler = await startPoolerProcess(o.script, {
-      serverHost: info.host, serverPort: info.port, trustUser: info.trustUser, scramUser: info.user, scramPassword: info.password,
-      poolSize: o.poolSize, certPem: certs.certPem, keyPem: certs.keyPem,
+    pooler = await startDaemon({
+      listenHost: '127.0.0.1',
+      upstream: { host: info.host, port: info.port },
+      users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+      poolSize: o.poolSize,
+      stateDir,
+      // 2,000 TLS handshakes at once on a busy 2-core machine take a while.
+      settings: { limits: { auth_timeout_ms: 120_000 }, pool: { query_wait_timeout_ms: 60_000 } },
     });
-    const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.ports.tls, quicPort: pooler.ports.quic, caPem: certs.caPem };
-    const wanTcp = await startWanProcess(o.wanScript, { host: '127.0.0.1', port: pooler.ports.tls }, 'tcp', o.oneWayMs);
+    const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.tcpPort, quicPort: quicPortOf(pooler), caPem: pooler.caPem };
+    const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startWanProcess(o.wanScript, { host: '127.0.0.1', port: pooler.ports.quic }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
     const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
     log(`WAN emulator: ${o.oneWayMs} ms each way; its own probe RTT ${wanTcp.measuredRtt?.medianMs ?? '?'} ms (tcp), ${wanUdp.measuredRtt?.medianMs ?? '?'} ms (udp)`);
@@ -165,6 +172,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     for (const w of wans) await w.stop();
     await pooler?.stop();
     await pg.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   }
 }
 
@@ -187,7 +195,7 @@ function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult,
   const pl = (c: ColdStartResult): string => `full ${c.pipelined.quic ? 'yes' : 'no'}, 0-RTT ${c.pipelined.quic0rtt ? 'yes' : 'no'}`;
   out.push(`    first query sent behind the last login message (fast start): trust ${pl(trust)}; SCRAM ${pl(scram)}`);
   out.push('    "0-RTT, pg startup": the same resumed connection with fastStart: false (the query waits for ReadyForQuery)');
-  out.push("    TCP: the emulator relays TCP in user space and accepts the connection locally, so the TCP handshake's own round trip is not emulated (a real path adds 1 RTT)");
+  out.push("    TCP: the relay accepts the connection locally, so the TCP handshake's own round trip is not emulated (a real path adds 1 RTT); TLS starts after SSLRequest (+1 RTT), the only way the daemon serves it");
   out.push('');
 }
 

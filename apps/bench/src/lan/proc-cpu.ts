@@ -1,18 +1,12 @@
 // CPU time of one process (user + system, all its threads) from /proc/<pid>/stat, so a pooler's
 // cost per transaction can be measured from outside without instrumenting it.
 import { readFileSync } from 'node:fs';
-import { clockTicksPerSecond, parseStatCpuTicks } from '../telemetry/proc.js';
+import { readProcSample } from '../telemetry/proc.js';
 
 /** utime + stime of `pid` in microseconds, or null when the process (or /proc) is not there. */
 export function processCpuMicros(pid: number): number | null {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  const ticks = parseStatCpuTicks(stat);
-  return ticks === null ? null : (ticks * 1e6) / clockTicksPerSecond();
+  const sample = readProcSample(pid);
+  return sample === null ? null : sample.cpuMs * 1000;
 }
 
 /** Read and write syscalls `pid` has made so far (/proc/<pid>/io), or null when not readable. */

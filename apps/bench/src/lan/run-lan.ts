@@ -10,7 +10,8 @@ import { findPgbench, p99FromLogs, parseSummary, runPgbench } from './pgbench.js
 import type { PgbenchTarget } from './pgbench.js';
 import { findPgbouncer, startPgbouncer } from './pgbouncer.js';
 import { processCpuMicros, processSyscalls } from './proc-cpu.js';
-import { startQuicpool } from './quicpool-process.js';
+import { startDaemon } from '../stack/daemon.js';
+import { startNodeForwarder } from './node-forwarder.js';
 
 export interface LanOptions {
   readonly durationS: number;
@@ -21,17 +22,17 @@ export interface LanOptions {
   readonly jobs: number;
   readonly poolSize: number;
   readonly json: boolean;
-  /** Folder for a --cpu-prof of the quicpool worker, or null. */
+  /** Folder for a --cpu-prof of the quicpool daemon, or null. */
   readonly profileDir: string | null;
-  /** Extra Node flags for the quicpool worker (e.g. --perf-basic-prof for `perf record`). */
+  /** Extra Node flags for the quicpool daemon (e.g. --perf-basic-prof for `perf record`). */
   readonly workerFlags: readonly string[];
   /** pgbench -R: a fixed rate (tx/s) so CPU per transaction compares at equal load; null: as fast as possible. */
   readonly rate: number | null;
-  /** Another build of @quicpool/pooler (its index.js) measured as target 'quicpoolBaseline' in every round, or null. */
+  /** Another build's quicpool CLI (its apps/pooler/dist/cli.js) measured as target 'quicpoolBaseline' in every round, or null. */
   readonly baseline: string | null;
   /** Which targets to measure (default: all three). */
   readonly targets: ReadonlySet<TargetName>;
-  /** This program's own file (forked as the quicpool worker). */
+  /** This program's own file (forked as the Node forwarder). */
   readonly script: string;
 }
 
@@ -107,20 +108,31 @@ export async function runLan(o: LanOptions): Promise<void> {
       });
     };
     const pooled = { serverHost: info.host, serverPort: info.port, user: info.user, password: info.password, poolSize: o.poolSize };
-
+    // The real daemon, TCP only (pgbench speaks no QUIC), as a user would start it.
+    const daemon = (cli: string | undefined, nodeFlags: readonly string[]) =>
+      startDaemon({
+        listenHost: '127.0.0.1',
+        upstream: { host: info.host, port: info.port },
+        users: { [info.user]: { password: info.password } },
+        poolSize: o.poolSize,
+        stateDir: mkdtempSync(join(logDir, 'daemon-')),
+        settings: { listen: { quic: false } },
+        nodeFlags,
+        ...(cli === undefined ? {} : { cli }),
+      });
     const flags = [...(o.profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`]), ...o.workerFlags];
-    const qp = await startQuicpool(o.script, pooled, flags);
-    log(`quicpool worker pid ${qp.pid}`);
-    const baselineWorker = o.baseline === null ? null : await startQuicpool(o.script, pooled, o.workerFlags, o.baseline);
-    const forwarder = o.targets.has('nodeForwarder') ? await startQuicpool(o.script, { ...pooled, kind: 'forwarder' }) : null;
+    const qp = await daemon(undefined, flags);
+    log(`quicpool daemon pid ${qp.pid}`);
+    const baselineWorker = o.baseline === null ? null : await daemon(o.baseline, o.workerFlags);
+    const forwarder = o.targets.has('nodeForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port }) : null;
     try {
       const pb = pgbouncerBin === null || !o.targets.has('pgbouncer') ? null : await startPgbouncer(pgbouncerBin, pooled);
       pgbouncerVersion = pb?.version ?? null;
       try {
         for (; round <= o.rounds; round++) {
           if (o.targets.has('direct')) await measure('direct', info.port, null);
-          if (o.targets.has('quicpoolTcp')) await measure('quicpoolTcp', qp.port, qp.pid);
-          if (baselineWorker !== null) await measure('quicpoolBaseline', baselineWorker.port, baselineWorker.pid);
+          if (o.targets.has('quicpoolTcp')) await measure('quicpoolTcp', qp.tcpPort, qp.pid);
+          if (baselineWorker !== null) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
           if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
           if (forwarder !== null) await measure('nodeForwarder', forwarder.port, forwarder.pid);
         }

@@ -2,8 +2,7 @@
 // them, their sysctls, and finding the ones a dead process left behind. Names carry the owner's
 // pid (qpwc-<pid>-<n> for the client's, qpws-<pid>-<n> for the server's), so any later run can
 // tell a leftover from a namespace that is still in use.
-import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseStatState } from '../telemetry/proc.js';
 
@@ -66,11 +65,6 @@ export function removeStaleNamespaces(): string[] {
   const stale = pathNamespaces().filter((name) => !processAlive(Number(PATH_NS_NAME.exec(name)?.[1])));
   for (const name of stale) deleteNamespace(name);
   return stale;
-}
-
-/** Starts `command args...` inside namespace `ns` (`ip netns exec` execs it: the pid is the command's). */
-export function spawnInNamespace(ns: string, command: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-  return spawn('ip', ['netns', 'exec', ns, command, ...args], options);
 }
 
 /**

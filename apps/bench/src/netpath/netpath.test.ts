@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import benchTsupConfig from '../../tsup.config.js';
 import { createPacketPath, packetPathUnavailableReason, type PacketPath } from './netpath.js';
 import { pathNamespaces, processAlive, removeStaleNamespaces } from './namespaces.js';
-import { exchangeTcp, sendNumberedDatagrams } from './traffic.js';
+import { exchangeTcp, sendNumberedDatagrams } from '../../test/netpath-traffic.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const benchDir = resolve(here, '../..');
@@ -32,7 +32,7 @@ function hostTunDevices(): string[] {
   return execFileSync('ip', ['-o', 'link', 'show', 'type', 'tun'], { encoding: 'utf8' })
     .split('\n')
     .map((line) => line.split(': ')[1] ?? '')
-    .filter((name) => name.startsWith('qpw'));
+    .filter((name) => name.startsWith('qpw') || name.startsWith('qph'));
 }
 
 /** What is left of a path (its namespaces, forwarder, watchdog); empty when it is all gone. */
@@ -169,6 +169,23 @@ if (reason !== null) {
         expect(stats.up.randomDrops).toBeGreaterThan(0);
         expect(stats.down.randomDrops).toBeGreaterThan(0);
       });
+    });
+
+    it('puts the server side on the host when asked, with the same congestion control on both routes', async () => {
+      await withPath(await createPacketPath({ delayMs: 3, server: 'host', congestionControl: 'cubic' }), async (path) => {
+        expect(path.serverNs).toBeNull();
+        expect(pathNamespaces(process.pid)).toEqual([path.clientNs]);
+        // cubic is not allowed as a namespace default here, but the routes take it.
+        expect(path.routeCongestionControl).toEqual({ client: 'cubic', server: 'cubic' });
+        expect(hostTunDevices()).toContain(path.serverTun);
+        const rtt = await path.measureRtt({ count: 50, ratePerSec: 200 });
+        expect(rtt).toMatchObject({ sent: 50, received: 50, corrupt: 0 });
+        expect(rtt.minMs).toBeGreaterThanOrEqual(6);
+        const { client, server } = await exchangeTcp(path.clientNs, null, path.serverIp, 1 << 20);
+        expect(server.receivedSha256).toBe(client.sentSha256);
+        expect(client.receivedSha256).toBe(server.sentSha256);
+      });
+      expect(await waitUntil(() => hostTunDevices().length === 0, 5_000)).toBe(true);
     });
 
     it('leaves nothing behind after close(), and removes namespaces of dead owners', async () => {

@@ -1,8 +1,15 @@
-// The packet-level WAN path: the client in a network namespace of its own, the server in another,
-// joined only through the forwarder (forwarder.c), which owns a TUN device in each and moves IP
-// packets between them after a fixed one-way delay per direction (plus optional loss and rate).
-// TCP and UDP alike cross it as packets, so TCP's loss detection and retransmission run end to
-// end over the full RTT; nothing terminates a connection in between (unlike ../wan's relay).
+// The packet-level WAN path: the client in a network namespace of its own, the server in another
+// (or in the host's own namespace, `server: 'host'`, where a local Postgres on loopback stays
+// reachable), joined only through the forwarder (forwarder.c), which owns a TUN device on each
+// side and moves IP packets between them after a fixed one-way delay per direction (plus optional
+// loss and rate). TCP and UDP alike cross it as packets, so TCP's loss detection and
+// retransmission run end to end over the full RTT; nothing terminates a connection in between
+// (unlike ../wan's relay).
+//
+// TCP's congestion control is set on the route to the peer on both sides (`ip route ... congctl`):
+// a namespace's default (net.ipv4.tcp_congestion_control) accepts only the algorithms in the
+// host's allowed list (reno, bbr here), while a route takes any the kernel has (cubic too, which
+// is what quiche uses by default), and on the host side it changes nothing for anyone else.
 //
 // Needs root (namespaces, TUN), /dev/net/tun, the `ip` tool and a C compiler;
 // packetPathUnavailableReason() says which is missing so a caller can fall back and say why.
@@ -11,8 +18,7 @@
 // namespaces; an 'exit' hook does the same if close() was never reached; a detached watchdog
 // does it when we are killed outright (SIGKILL runs no hook); and every new path first deletes
 // namespaces of this kind whose owner process is dead.
-import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { ensureForwarderBinary, forwarderBuildUnavailableReason } from './build.js';
 import type { ForwarderProcess, ForwarderReady, ForwarderStats } from './forwarder-process.js';
 import { startForwarder } from './forwarder-process.js';
@@ -24,7 +30,6 @@ import {
   removeStaleNamespaces,
   run,
   setSysctls,
-  spawnInNamespace,
 } from './namespaces.js';
 import type { UdpProbeOptions, UdpProbeResult } from './udp-probe.js';
 import { probeUdp } from './udp-probe.js';
@@ -34,8 +39,11 @@ import { startPathWatchdog } from './watchdog.js';
 /** A value for both directions, or one per direction ('up' = client to server). */
 export type PerDirection = number | { readonly up: number; readonly down: number };
 
-/** cubic is not in this kernel's net.ipv4.tcp_allowed_congestion_control (EPERM in a namespace). */
-export type CongestionControl = 'bbr' | 'reno';
+/** TCP congestion control of the path's connections (set per route on both sides). */
+export type CongestionControl = 'cubic' | 'bbr' | 'reno';
+
+/** Where the server side lives: a namespace of its own, or the host's namespace. */
+export type ServerSide = 'namespace' | 'host';
 
 export interface PacketPathOptions {
   /** One-way delay in ms. Default 0. */
@@ -51,15 +59,18 @@ export interface PacketPathOptions {
   /** Bounds of each direction's queue (every packet held, in flight or waiting for the rate). */
   readonly queuePackets?: number;
   readonly queueBytes?: number;
-  /** TCP congestion control in both namespaces. Default 'bbr'. */
+  /** TCP congestion control on both sides (routes to the peer; also the namespace default when allowed). Default 'bbr'. */
   readonly congestionControl?: CongestionControl;
+  /** Default 'namespace'. */
+  readonly server?: ServerSide;
   /** SCHED_FIFO priority of the forwarder; 0 = normal scheduling. Default 10. */
   readonly realtimePriority?: number;
 }
 
 export interface PacketPath {
   readonly clientNs: string;
-  readonly serverNs: string;
+  /** null: the server side is the host's own namespace. */
+  readonly serverNs: string | null;
   /** The client's address (in clientNs) and the server's (in serverNs): each reaches the other only through the path. */
   readonly clientIp: string;
   readonly serverIp: string;
@@ -71,15 +82,15 @@ export interface PacketPath {
   /** How the forwarder runs (real-time scheduling, locked memory). */
   readonly forwarder: ForwarderReady;
   readonly configured: { readonly upDelayMs: number; readonly downDelayMs: number; readonly upLoss: number; readonly downLoss: number; readonly upRateBps: number; readonly downRateBps: number; readonly seed: number };
-  /** The sysctls set in each namespace, as read back afterwards (tcp_congestion_control among them). */
+  /** The sysctls set in each namespace, as read back afterwards (the host's are only read, never set). */
   readonly sysctls: { readonly client: Readonly<Record<string, string>>; readonly server: Readonly<Record<string, string>> };
+  /** The congestion control on each side's route to the peer, as `ip route` reads it back. */
+  readonly routeCongestionControl: { readonly client: string; readonly server: string };
   /** One line for a report: what was configured and how the forwarder runs. */
   readonly description: string;
   stats(): Promise<ForwarderStats>;
   /** Round trips with UDP through the path (an echo in serverNs, a prober in clientNs). */
   measureRtt(o?: UdpProbeOptions): Promise<UdpProbeResult>;
-  /** Starts a process in the client's or the server's namespace. */
-  spawn(side: 'client' | 'server', command: string, args: readonly string[], options?: SpawnOptions): ChildProcess;
   /** Stops the forwarder and deletes both namespaces; resolves with the forwarder's last stats. */
   close(): Promise<ForwarderStats | null>;
 }
@@ -134,13 +145,23 @@ function cleanUpAtExit(): void {
   open.clear();
 }
 
+/** A namespace default may only be an algorithm of the host's allowed list (EPERM otherwise). */
+function allowedAsDefault(cc: CongestionControl): boolean {
+  try {
+    return readFileSync('/proc/sys/net/ipv4/tcp_allowed_congestion_control', 'utf8').split(/\s+/).includes(cc);
+  } catch {
+    return false;
+  }
+}
+
 function sysctlsFor(cc: CongestionControl): Record<string, string> {
   return {
     // IPv4 only: no router solicitations or MLD reports on the path, so its counters count only
     // the traffic under test (and random drops hit only it).
     'net/ipv6/conf/all/disable_ipv6': '1',
     'net/ipv6/conf/default/disable_ipv6': '1',
-    'net/ipv4/tcp_congestion_control': cc,
+    // The route to the peer sets the algorithm in any case; the default too when it may.
+    ...(allowedAsDefault(cc) ? { 'net/ipv4/tcp_congestion_control': cc } : {}),
     // Room for a WAN's bandwidth-delay product in TCP's autotuning. (net.core.rmem_max, the cap
     // of UDP buffers, is read-only outside the host's namespace; it follows the host's value.)
     'net/ipv4/tcp_rmem': `4096 131072 ${32 << 20}`,
@@ -164,14 +185,61 @@ function applySysctls(ns: string, cc: CongestionControl): Record<string, string>
     }
     throw new Error(`sysctls in ${ns} failed (tcp_congestion_control ${cc}; allowed here: ${allowed}): ${errorText(error)}`);
   }
-  if (read['net/ipv4/tcp_congestion_control'] !== cc) throw new Error(`${ns}: tcp_congestion_control reads ${read['net/ipv4/tcp_congestion_control'] ?? '?'} after setting ${cc}`);
+  if (wanted['net/ipv4/tcp_congestion_control'] !== undefined && read['net/ipv4/tcp_congestion_control'] !== cc) throw new Error(`${ns}: tcp_congestion_control reads ${read['net/ipv4/tcp_congestion_control'] ?? '?'} after setting ${cc}`);
   return read;
 }
 
-/** Addresses, MTU, queue length and links, in one `ip -batch` run inside the namespace. */
-function configureLinks(ns: string, tun: string, local: string, peer: string): void {
-  const commands = ['link set dev lo up', `addr add ${local}/32 peer ${peer}/32 dev ${tun}`, `link set dev ${tun} mtu ${MTU} txqueuelen ${TXQUEUELEN} up`];
-  run('ip', ['-n', ns, '-batch', '-'], `${commands.join('\n')}\n`);
+/** The host's values of the keys a namespace gets, read only (the host is not ours to change). */
+function hostSysctls(): Record<string, string> {
+  const read: Record<string, string> = {};
+  for (const key of Object.keys(sysctlsFor('bbr'))) {
+    try {
+      read[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim().replace(/\s+/g, ' ');
+    } catch {
+      // not there in this kernel
+    }
+  }
+  return read;
+}
+
+/**
+ * Addresses, MTU, queue length, links and the route to the peer with its congestion control, in
+ * one `ip -batch` run inside the namespace (null: the host's). Returns the route's congctl as read back.
+ */
+function configureLinks(ns: string | null, tun: string, local: string, peer: string, cc: CongestionControl): string {
+  const where = ns === null ? [] : ['-n', ns];
+  // No IPv6 on a host-side TUN either (the host's defaults are left alone; this device is ours).
+  if (ns === null) writeFileSync(`/proc/sys/net/ipv6/conf/${tun}/disable_ipv6`, '1');
+  const commands = [
+    ...(ns === null ? [] : ['link set dev lo up']),
+    `addr add ${local}/32 peer ${peer}/32 dev ${tun}`,
+    `link set dev ${tun} mtu ${MTU} txqueuelen ${TXQUEUELEN} up`,
+    `route replace ${peer}/32 dev ${tun} src ${local} congctl ${cc}`,
+  ];
+  run('ip', [...where, '-batch', '-'], `${commands.join('\n')}\n`);
+  // Connections to this peer start from scratch, not from what an earlier one of the same address learned.
+  try {
+    run('ip', [...where, 'tcp_metrics', 'delete', peer]);
+  } catch {
+    // nothing saved for it
+  }
+  const route = run('ip', [...where, 'route', 'show', `${peer}/32`]);
+  return /congctl (?:lock )?(\S+)/.exec(route)?.[1] ?? '?';
+}
+
+/** A /24 under 10.201 whose .1 and .2 the host does not use yet (the host-side TUN shares its address space). */
+function freeHostSubnet(start: number): number {
+  let used = '';
+  try {
+    used = run('ip', ['-4', '-o', 'addr', 'show']);
+  } catch {
+    // cannot tell: take the first guess
+  }
+  for (let i = 0; i < 254; i++) {
+    const subnet = ((start + i) % 254) + 1;
+    if (!used.includes(`10.201.${subnet}.1/`) && !used.includes(`10.201.${subnet}.2/`) && !used.includes(`10.201.${subnet}.1 `)) return subnet;
+  }
+  throw new Error('no free 10.201.x.0/24 left on the host for a packet path');
 }
 
 export async function createPacketPath(o: PacketPathOptions = {}): Promise<PacketPath> {
@@ -185,11 +253,13 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   const binary = ensureForwarderBinary();
   removeStaleNamespaces();
   sequence += 1;
+  const onHost = o.server === 'host';
   const clientNs = `${CLIENT_NS_PREFIX}-${process.pid}-${sequence}`;
-  const serverNs = `${SERVER_NS_PREFIX}-${process.pid}-${sequence}`;
+  const serverNs = onHost ? null : `${SERVER_NS_PREFIX}-${process.pid}-${sequence}`;
   const clientTun = `qpwc${sequence}`;
-  const serverTun = `qpws${sequence}`;
-  const subnet = ((sequence - 1) % 254) + 1;
+  // On the host the name must not clash with another process's path: it carries our pid.
+  const serverTun = onHost ? `qph${process.pid}-${sequence}` : `qpws${sequence}`;
+  const subnet = onHost ? freeHostSubnet(process.pid + sequence) : ((sequence - 1) % 254) + 1;
   const clientIp = `10.201.${subnet}.2`;
   const serverIp = `10.201.${subnet}.1`;
   const cc = o.congestionControl ?? 'bbr';
@@ -200,19 +270,22 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
     process.on('exit', cleanUpAtExit);
   }
   // The watchdog first, so that no moment exists in which a namespace is unguarded.
-  const state: OpenPath = { namespaces: [clientNs, serverNs], forwarderPid: null, watchdog: startPathWatchdog([clientNs, serverNs]) };
+  const namespaces = serverNs === null ? [clientNs] : [clientNs, serverNs];
+  const state: OpenPath = { namespaces, forwarderPid: null, watchdog: startPathWatchdog(namespaces) };
   open.add(state);
   let forwarder: ForwarderProcess | null = null;
   let sysctls: PacketPath['sysctls'];
+  let routeCc: PacketPath['routeCongestionControl'];
   try {
     for (const ns of state.namespaces) run('ip', ['netns', 'add', ns]);
     // Before the forwarder creates the TUNs: they take the namespace's defaults (IPv6 off).
-    sysctls = { client: applySysctls(clientNs, cc), server: applySysctls(serverNs, cc) };
+    sysctls = { client: applySysctls(clientNs, cc), server: serverNs === null ? hostSysctls() : applySysctls(serverNs, cc) };
     forwarder = await startForwarder({
       binary,
       clientNs,
       clientTun,
-      serverNs,
+      // The forwarder lives in the host's namespace: its own namespace file is the host's.
+      serverNs: serverNs ?? '/proc/self/ns/net',
       serverTun,
       upDelayUs: delay.up * 1000,
       downDelayUs: delay.down * 1000,
@@ -228,8 +301,7 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
     });
     state.forwarderPid = forwarder.pid;
     state.watchdog.forwarder(forwarder.pid, binary);
-    configureLinks(clientNs, clientTun, clientIp, serverIp);
-    configureLinks(serverNs, serverTun, serverIp, clientIp);
+    routeCc = { client: configureLinks(clientNs, clientTun, clientIp, serverIp, cc), server: configureLinks(serverNs, serverTun, serverIp, clientIp, cc) };
   } catch (error) {
     await forwarder?.stop();
     for (const ns of state.namespaces) deleteNamespace(ns);
@@ -240,9 +312,9 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   const running = forwarder;
   const rateText = (bps: number): string => (bps === 0 ? 'unlimited' : `${bps / 1e6} Mbit/s`);
   const description =
-    `packet path ${clientNs} (${clientIp}) <-> ${serverNs} (${serverIp}) through a TUN forwarder: ` +
+    `packet path ${clientNs} (${clientIp}) <-> ${serverNs ?? 'host'} (${serverIp}) through a TUN forwarder: ` +
     `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down} (seed ${seed}), rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
-    `tcp ${sysctls.client['net/ipv4/tcp_congestion_control']}/${sysctls.server['net/ipv4/tcp_congestion_control']}; ` +
+    `tcp congctl ${routeCc.client}/${routeCc.server} (client/server routes); ` +
     `forwarder sched ${running.ready.sched}, mlock ${running.ready.mlock}`;
   let closing: Promise<ForwarderStats | null> | null = null;
   return {
@@ -257,10 +329,10 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
     forwarder: running.ready,
     configured: { upDelayMs: delay.up, downDelayMs: delay.down, upLoss: loss.up, downLoss: loss.down, upRateBps: rate.up, downRateBps: rate.down, seed },
     sysctls,
+    routeCongestionControl: routeCc,
     description,
     stats: () => running.stats(),
     measureRtt: (probe?: UdpProbeOptions) => probeUdp(clientNs, serverNs, serverIp, probe),
-    spawn: (side, command, args, options) => spawnInNamespace(side === 'client' ? clientNs : serverNs, command, args, options),
     close(): Promise<ForwarderStats | null> {
       closing ??= (async () => {
         const last = await running.stop();

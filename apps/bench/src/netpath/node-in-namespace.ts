@@ -1,7 +1,8 @@
-// A short Node.js program inside one of the path's namespaces (through `ip netns exec`): it prints
+// A short Node.js program inside one of the path's namespaces (through `ip netns exec`), or in
+// the host's own namespace when `ns` is null (the path's server side may be the host): it prints
 // a JSON line {"ready":true,...} when set up and a JSON line {"result":...} when done, on its own
 // or on SIGTERM. Its source is plain JavaScript for `node -e`, so the bundled bench can run it too.
-import { startWorkerProcess } from '../process/worker-process.js';
+import { jsonLine, startWorkerProcess } from '../process/worker-process.js';
 
 export interface NamespacedNode {
   readonly pid: number;
@@ -13,16 +14,7 @@ export interface NamespacedNode {
   stop(): Promise<void>;
 }
 
-function jsonObject(line: string): Record<string, unknown> | null {
-  try {
-    const parsed: unknown = JSON.parse(line);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-export async function startNodeInNamespace(ns: string, name: string, source: string, args: readonly (string | number)[]): Promise<NamespacedNode> {
+export async function startNodeInNamespace(ns: string | null, name: string, source: string, args: readonly (string | number)[]): Promise<NamespacedNode> {
   let resolveResult: (value: unknown) => void = () => undefined;
   let rejectResult: (error: Error) => void = () => undefined;
   const result = new Promise<unknown>((resolve, reject) => {
@@ -33,15 +25,15 @@ export async function startNodeInNamespace(ns: string, name: string, source: str
   result.catch(() => undefined);
   const worker = await startWorkerProcess<Record<string, unknown>>({
     name,
-    command: 'ip',
-    args: ['netns', 'exec', ns, process.execPath, '-e', source, ...args.map(String)],
+    ...(ns === null ? {} : { command: 'ip' }),
+    args: [...(ns === null ? [] : ['netns', 'exec', ns, process.execPath]), '-e', source, ...args.map(String)],
     startTimeoutMs: 10_000,
     ready: (line) => {
-      const o = jsonObject(line);
+      const o = jsonLine(line);
       return o !== null && o.ready === true ? o : null;
     },
     onLine: (line) => {
-      const o = jsonObject(line);
+      const o = jsonLine(line);
       if (o !== null && 'result' in o) resolveResult(o.result);
     },
   });

@@ -1,9 +1,12 @@
-// A helper process of a benchmark (a pooler worker, the WAN emulator, the packet forwarder) that
-// the bench starts and waits for: it announces readiness with one line on stdout; its other stdout
-// lines go to `onLine` (after the ready line), or with `echo` to our stderr, or are dropped. The
-// bench holds the child's stdin, so a child that watches it ends with the bench even if the bench
-// dies; stop() sends SIGTERM, then SIGKILL after 5 s.
+// Every child process of the benchmarks starts and ends here: the quicpool daemon, the packet
+// forwarder, the relay, a client variant's load generator, PgBouncer, the small Node programs
+// inside a namespace. A child announces readiness with one line on stdout; its other stdout lines
+// go to `onLine` (after the ready line), or with `echo` to our stderr, or are dropped. The bench
+// holds the child's stdin, so a child that watches it ends with the bench even if the bench dies;
+// children still running when the bench exits are killed by an exit hook. stop() sends SIGTERM
+// (or `stopSignal`), then SIGKILL after 5 s, and resolves once it has exited.
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 export interface WorkerProcess<T> {
@@ -12,6 +15,10 @@ export interface WorkerProcess<T> {
   readonly pid: number;
   /** Resolves once its stdout has ended: every line has been handed to `onLine`. */
   readonly outputEnded: Promise<void>;
+  /** Resolves with its exit code (null when a signal ended it) once it has exited. */
+  readonly exited: Promise<number | null>;
+  /** The last few KB of its stderr when `stderr: 'capture'` (for error messages), else ''. */
+  stderrTail(): string;
   stop(): Promise<void>;
 }
 
@@ -23,37 +30,75 @@ export interface WorkerSpawn<T> {
   /** Node flags, then the script and its arguments (or the command's arguments). */
   readonly args: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
+  readonly cwd?: string;
   readonly startTimeoutMs: number;
+  /** 'inherit' (default): the child's stderr is ours; 'capture': kept (its tail) for error messages. */
+  readonly stderr?: 'inherit' | 'capture';
+  /** Where the ready line comes: 'stdout' (default), or 'stderr' for programs that log there (PgBouncer); then stderr is captured too. */
+  readonly readyOn?: 'stdout' | 'stderr';
   /** Other stdout lines go to our stderr (e.g. V8 traces asked for with a Node flag). */
   readonly echo?: boolean;
   /** Every stdout line after the ready line (e.g. stats the helper prints on request). */
   readonly onLine?: (line: string) => void;
   /** The value announced by a stdout line, or null when the line is not the ready line. */
   readonly ready: (line: string) => T | null;
+  /** What stop() sends first. Default SIGTERM. */
+  readonly stopSignal?: NodeJS.Signals;
 }
 
 const KILL_AFTER_MS = 5_000;
+const STDERR_TAIL = 4_000;
+
+/** Children not yet exited: an exit of ours (an uncaught error, process.exit) takes them along. */
+const live = new Set<ChildProcess>();
+let exitHook = false;
+function track(child: ChildProcess): void {
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', () => {
+      for (const c of live) c.kill('SIGKILL');
+    });
+  }
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
 
 /** Starts `node ...args` (or `command ...args`) and resolves once a stdout line is its ready line. */
 export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<T>> {
-  const child = spawn(o.command ?? process.execPath, [...o.args], { stdio: ['pipe', 'pipe', 'inherit'], env: o.env ?? process.env });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const readyOnStderr = o.readyOn === 'stderr';
+  const capture = o.stderr === 'capture' || readyOnStderr;
+  const child = spawn(o.command ?? process.execPath, [...o.args], {
+    stdio: ['pipe', readyOnStderr ? 'ignore' : 'pipe', capture ? 'pipe' : 'inherit'],
+    env: o.env ?? process.env,
+    ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
+  });
+  track(child);
+  const stdout = readyOnStderr ? child.stderr : child.stdout;
+  if (stdout === null) throw new Error(`${o.name}: no ${readyOnStderr ? 'stderr' : 'stdout'} pipe`);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL);
+  });
+  // Our end of its stdin: an EPIPE after it exited is not our failure.
+  child.stdin?.on('error', () => undefined);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const why = (): string => (stderr.trim() === '' ? '' : `: ${stderr.trim()}`);
   return new Promise((resolve, reject) => {
     let started = false;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${o.name} did not start within ${o.startTimeoutMs / 1000} s`));
+      reject(new Error(`${o.name} did not start within ${o.startTimeoutMs / 1000} s${why()}`));
     }, o.startTimeoutMs);
-    child.once('exit', (code) => {
+    child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      if (!started) reject(new Error(`${o.name} exited (${code ?? 'signal'}) before it was ready`));
+      if (!started) reject(new Error(`${o.name} exited (${code ?? signal ?? '?'}) before it was ready${why()}`));
     });
     // A command that cannot be started (missing, not executable) is reported here, not by 'exit'.
     child.once('error', (error) => {
       clearTimeout(timer);
       if (!started) reject(new Error(`${o.name} could not be started: ${error.message}`));
     });
-    const lines = createInterface({ input: child.stdout });
+    const lines = createInterface({ input: stdout });
     const outputEnded = new Promise<void>((r) => lines.once('close', () => r()));
     lines.on('line', (line) => {
       const value = started ? null : o.ready(line);
@@ -68,9 +113,11 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
         ready: value,
         pid: child.pid,
         outputEnded,
+        exited,
+        stderrTail: () => stderr,
         async stop(): Promise<void> {
           if (child.exitCode !== null || child.signalCode !== null) return;
-          child.kill('SIGTERM');
+          child.kill(o.stopSignal ?? 'SIGTERM');
           const t = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
           await exited;
           clearTimeout(t);
@@ -78,4 +125,14 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
       });
     });
   });
+}
+
+/** The JSON object on a line, or null when the line is not one. */
+export function jsonLine(line: string): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(line);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }

@@ -1,18 +1,24 @@
-// Headless Chromium, when installed, turns report.html into report.png and lets a test check that
-// the charts really drew. Every call uses a fresh profile and switches off everything that would
-// reach the network (the machine may have none). Absence is an outcome, not an error.
-import { execFile } from 'node:child_process';
+// Headless Chromium, when installed, turns parts of report.html into PNGs: one browser, one page
+// load, then one clipped screenshot per element (the headline, each scenario's section), at the
+// element's real position and height, over the DevTools protocol on a pipe (no port, no network).
+// Every run uses a fresh profile and switches off everything that would reach the network.
+// Absence is an outcome, not an error.
+import { spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 export const CHROMIUM_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'];
 
-export const CHROMIUM_MISSING = 'chromium not installed (apt-get install -y --no-install-recommends chromium); report.png skipped';
+export const CHROMIUM_MISSING = 'chromium not installed (apt-get install -y --no-install-recommends chromium); PNGs skipped';
 
-export type ChromiumOutcome = { ok: true; output: string } | { ok: false; reason: string };
+/** No picture is taller than this: a reader scrolls a page, not a picture. */
+export const MAX_PNG_HEIGHT = 2_000;
+
+export type CaptureOutcome = { readonly ok: true; readonly files: readonly string[] } | { readonly ok: false; readonly reason: string };
 
 /** The browser binary: $CHROMIUM_PATH if set (empty = pretend none), else the usual Debian paths. */
 export function findChromium(): string | null {
@@ -21,47 +27,93 @@ export function findChromium(): string | null {
   return CHROMIUM_CANDIDATES.find((path) => existsSync(path)) ?? null;
 }
 
-const QUIET_FLAGS = [
-  '--headless',
-  '--no-sandbox', // running as root in a container
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--hide-scrollbars',
-];
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', '--remote-debugging-pipe'];
 
-async function runChromium(args: readonly string[], timeoutMs: number): Promise<ChromiumOutcome> {
+interface Reply {
+  readonly id?: number;
+  readonly method?: string;
+  readonly result?: Record<string, unknown>;
+  readonly error?: { readonly message: string };
+}
+
+/** The DevTools protocol over Chromium's pipe: JSON messages ended by a NUL byte. */
+function devtools(input: Writable, output: Readable): { send: (method: string, params?: object, sessionId?: string) => Promise<Record<string, unknown>>; event: (method: string) => Promise<void> } {
+  let buffered = '';
+  let next = 0;
+  const replies = new Map<number, (r: Reply) => void>();
+  const waiting = new Map<string, () => void>();
+  output.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    for (let at = buffered.indexOf('\0'); at >= 0; at = buffered.indexOf('\0')) {
+      const m = JSON.parse(buffered.slice(0, at)) as Reply;
+      buffered = buffered.slice(at + 1);
+      if (m.id !== undefined) replies.get(m.id)?.(m);
+      else if (m.method !== undefined) waiting.get(m.method)?.();
+    }
+  });
+  return {
+    send: (method, params = {}, sessionId) =>
+      new Promise((resolve, reject) => {
+        const id = ++next;
+        replies.set(id, (r) => {
+          replies.delete(id);
+          if (r.error !== undefined) reject(new Error(`${method}: ${r.error.message}`));
+          else resolve(r.result ?? {});
+        });
+        input.write(`${JSON.stringify({ id, method, params, ...(sessionId === undefined ? {} : { sessionId }) })}\0`);
+      }),
+    event: (method) => new Promise((resolve) => waiting.set(method, resolve)),
+  };
+}
+
+/**
+ * Loads `htmlPath` at `width` px and writes one PNG per selector (the first element it matches)
+ * to `files[i]`, each clipped to the element and at most MAX_PNG_HEIGHT px tall.
+ */
+export async function captureElements(htmlPath: string, width: number, shots: ReadonlyArray<{ readonly selector: string; readonly file: string }>, timeoutMs = 120_000): Promise<CaptureOutcome> {
   const binary = findChromium();
   if (binary === null) return { ok: false, reason: CHROMIUM_MISSING };
   const profile = await mkdtemp(join(tmpdir(), 'quicpool-chromium-'));
+  const child = spawn(binary, [...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2_000)));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   try {
-    return await new Promise<ChromiumOutcome>((resolve) => {
-      execFile(
-        binary,
-        [...QUIET_FLAGS, `--user-data-dir=${profile}`, ...args],
-        { timeout: timeoutMs, maxBuffer: 64 * 2 ** 20, encoding: 'utf8' },
-        (error, stdout, stderr) => {
-          if (error !== null) resolve({ ok: false, reason: `chromium failed: ${error.message} ${stderr.slice(-500)}` });
-          else resolve({ ok: true, output: stdout });
-        },
-      );
-    });
+    const [input, output] = [child.stdio[3], child.stdio[4]];
+    if (!(input !== null && input !== undefined && 'write' in input) || !(output !== null && output !== undefined && 'on' in output)) throw new Error('no DevTools pipe');
+    const cdp = devtools(input as Writable, output as Readable);
+    const failed = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`chromium exited (${code ?? 'signal'})`))));
+    const run = async (): Promise<string[]> => {
+      const { targetId } = await cdp.send('Target.createTarget', { url: 'about:blank' });
+      const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: true });
+      const session = String(sessionId);
+      await cdp.send('Page.enable', {}, session);
+      await cdp.send('Emulation.setDeviceMetricsOverride', { width, height: 1_000, deviceScaleFactor: 1, mobile: false }, session);
+      const loaded = cdp.event('Page.loadEventFired');
+      await cdp.send('Page.navigate', { url: pathToFileURL(htmlPath).href }, session);
+      await loaded;
+      const files: string[] = [];
+      for (const shot of shots) {
+        const expression = `(() => { const e = document.querySelector(${JSON.stringify(shot.selector)}); if (!e) return null; const r = e.getBoundingClientRect(); return [r.top + scrollY, r.height]; })()`;
+        const { result } = await cdp.send('Runtime.evaluate', { expression, returnByValue: true }, session);
+        const box = (result as { value?: [number, number] | null }).value;
+        if (box === null || box === undefined) throw new Error(`nothing matches ${shot.selector}`);
+        const clip = { x: 0, y: Math.max(0, box[0] - 8), width, height: Math.min(MAX_PNG_HEIGHT, Math.ceil(box[1]) + 16), scale: 1 };
+        const { data } = await cdp.send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true }, session);
+        await writeFile(shot.file, Buffer.from(String(data), 'base64'));
+        files.push(shot.file);
+      }
+      await cdp.send('Browser.close').catch(() => undefined);
+      return files;
+    };
+    return { ok: true, files: await Promise.race([run(), failed]) };
+  } catch (error) {
+    return { ok: false, reason: `chromium failed: ${error instanceof Error ? error.message : String(error)} ${stderr.slice(-300)}`.trim() };
   } finally {
+    clearTimeout(timer);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
     await rm(profile, { recursive: true, force: true });
   }
-}
-
-/** Screenshots an HTML file to a PNG. */
-export async function screenshot(htmlPath: string, pngPath: string, width: number, height: number): Promise<ChromiumOutcome> {
-  const outcome = await runChromium([`--screenshot=${pngPath}`, `--window-size=${width},${height}`, pathToFileURL(htmlPath).href], 60_000);
-  if (outcome.ok && !existsSync(pngPath)) return { ok: false, reason: 'chromium exited without writing the screenshot' };
-  return outcome;
-}
-
-/** The DOM after rendering (to check that the page parsed and the charts are there). */
-export async function dumpDom(htmlPath: string): Promise<ChromiumOutcome> {
-  return runChromium(['--dump-dom', pathToFileURL(htmlPath).href], 60_000);
 }

@@ -1,31 +1,114 @@
-// The headline figures of a run, computed once and shared by the terminal table, summary.json, the
-// --json line and the HTML report, so they can never disagree.
-import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
+// The figures of one variant run, computed once and shared by the terminal table, summary.json,
+// the --json line and the HTML report, so they can never disagree: throughput and latency, and
+// where the CPU went (per process, per step of the load, and split into a fixed cost per second
+// and a cost per query by a straight-line fit over the seconds of the run).
+import type { VariantRun } from '../scenarios/types.js';
+import type { TelemetryRow } from '../telemetry/csv.js';
+import { PROCESS_CPU } from '../telemetry/csv.js';
 
-export interface VariantFigures {
-  sessions: number;
-  offered: number;
-  processed: number;
-  failed: number;
-  peakProcessedPerSec: number;
-  /** Mean latency of the queries answered in the last 3 s of the ramp (the peak offered rate). */
-  peakMeanLatencyMs: number | null;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  peakActive: number;
-  peakRssMB: number;
-  /** Mean client CPU over the run, ms per second (1000 = one core). */
-  meanCpuMsPerSec: number;
-  poolerPeakRssMB: number | null;
-  openMs: number;
-}
+export type ProcessName = (typeof PROCESS_CPU)[number]['process'];
 
 const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
+const sum = (rows: readonly TelemetryRow[], pick: (r: TelemetryRow) => number | null): number => rows.reduce((s, r) => s + (pick(r) ?? 0), 0);
+
+export interface StepFigures {
+  readonly label: string;
+  readonly seconds: number;
+  readonly qps: number;
+  /** CPU ms per second per process (null: not measured) */
+  readonly msPerSec: Readonly<Record<ProcessName, number | null>>;
+  /** CPU µs per query per process. */
+  readonly usPerQuery: Readonly<Record<ProcessName, number | null>>;
+  /** The whole machine's busy CPU ms per second (these processes and everything else). */
+  readonly machineMsPerSec: number | null;
+}
+
+export interface CpuFit {
+  /** CPU per second that does not depend on the load (timers, polling, keep-alives). */
+  readonly fixedMsPerSec: number;
+  /** CPU per query on top of it. */
+  readonly usPerQuery: number;
+}
+
+export interface VariantFigures {
+  readonly sessions: number;
+  readonly offered: number;
+  readonly processed: number;
+  readonly failed: number;
+  readonly peakProcessedPerSec: number;
+  /** Mean latency of the queries answered in the last 3 s of the load (the peak offered rate). */
+  readonly peakMeanLatencyMs: number | null;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly peakActive: number;
+  readonly peakRssMB: number;
+  /** Mean client CPU over the run, ms per second (1000 = one core). */
+  readonly meanCpuMsPerSec: number;
+  readonly poolerPeakRssMB: number | null;
+  readonly openMs: number;
+  readonly rttMs: number | null;
+  readonly fds: number | null;
+  readonly poolerFds: number | null;
+  /** The probe (low constant rate), then the load in steps. */
+  readonly steps: readonly StepFigures[];
+  readonly cpuFit: Readonly<Record<ProcessName, CpuFit | null>>;
+}
+
+function stepOf(label: string, rows: readonly TelemetryRow[]): StepFigures {
+  const processed = sum(rows, (r) => r.number_of_queries_processed);
+  const seconds = rows.length;
+  const msPerSec = {} as Record<ProcessName, number | null>;
+  const usPerQuery = {} as Record<ProcessName, number | null>;
+  for (const p of PROCESS_CPU) {
+    const known = rows.some((r) => r[p.ms] !== null);
+    const ms = sum(rows, (r) => r[p.ms]);
+    msPerSec[p.process] = known && seconds > 0 ? round(ms / seconds, 1) : null;
+    usPerQuery[p.process] = known && processed > 0 ? round((ms * 1000) / processed, 1) : null;
+  }
+  const other = rows.some((r) => r.other_cpu_milliseconds !== null);
+  const machine = sum(rows, (r) => r.other_cpu_milliseconds) + PROCESS_CPU.reduce((t, p) => t + sum(rows, (r) => r[p.ms]), 0);
+  return { label, seconds, qps: seconds === 0 ? 0 : round(processed / seconds, 1), msPerSec, usPerQuery, machineMsPerSec: other && seconds > 0 ? round(machine / seconds, 0) : null };
+}
+
+/** Load steps: the closed loop's own; an open ramp cut into five equal parts. */
+export function stepFigures(run: VariantRun): StepFigures[] {
+  const steps: StepFigures[] = [];
+  if (run.probeRows.length > 0) steps.push(stepOf('probe', run.probeRows));
+  const load = run.rows.slice(0, run.loadRows);
+  const closed = new Set(run.rowSteps).size > 1 || run.scenario === 'capacity';
+  if (closed) {
+    for (const step of [...new Set(run.rowSteps.slice(0, run.loadRows))]) steps.push(stepOf(`step ${step + 1}`, load.filter((_, i) => run.rowSteps[i] === step)));
+    return steps;
+  }
+  const parts = Math.min(5, load.length);
+  for (let i = 0; i < parts; i++) steps.push(stepOf(`${i + 1}/${parts}`, load.slice(Math.floor((i * load.length) / parts), Math.floor(((i + 1) * load.length) / parts))));
+  return steps;
+}
+
+/** Least squares of CPU ms per second against queries per second, over the probe's and the load's seconds. */
+export function cpuFit(rows: readonly TelemetryRow[], ms: (r: TelemetryRow) => number | null): CpuFit | null {
+  const points = rows.flatMap((r) => {
+    const y = ms(r);
+    return y === null ? [] : [[r.number_of_queries_processed ?? 0, y] as const];
+  });
+  if (points.length < 3) return null;
+  // A line through a single load level says nothing about fixed against per-query cost.
+  const xs = points.map(([x]) => x);
+  if (Math.max(...xs) - Math.min(...xs) < Math.max(10, 0.5 * Math.max(...xs))) return null;
+  const n = points.length;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  if (sxx === 0) return null;
+  const slope = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0) / sxx;
+  return { fixedMsPerSec: round(Math.max(0, my - slope * mx), 1), usPerQuery: round(slope * 1000, 1) };
+}
 
 export function variantFigures(run: VariantRun): VariantFigures {
   const rows = run.rows;
-  const peakWindow = rows.slice(Math.max(0, run.rampRows - 3), run.rampRows);
+  const r = run.result;
+  const peakWindow = rows.slice(Math.max(0, run.loadRows - 3), run.loadRows);
   let weighted = 0;
   let answered = 0;
   for (const row of peakWindow) {
@@ -33,96 +116,44 @@ export function variantFigures(run: VariantRun): VariantFigures {
     weighted += row.average_query_time_us * (row.number_of_queries_processed ?? 0);
     answered += row.number_of_queries_processed ?? 0;
   }
-  const pooler = rows.map((r) => r.pooler_rss_bytes).filter((v): v is number => v !== null);
-  const cpu = rows.reduce((sum, r) => sum + (r.cpu_milliseconds ?? 0), 0);
+  const pooler = rows.map((x) => x.pooler_rss_bytes).filter((v): v is number => v !== null);
+  const fitRows = [...run.probeRows, ...rows.slice(0, run.loadRows)];
+  const fit = {} as Record<ProcessName, CpuFit | null>;
+  for (const p of PROCESS_CPU) fit[p.process] = cpuFit(fitRows, (x) => x[p.ms]);
   return {
-    sessions: run.sessions,
-    offered: run.offered,
-    processed: run.processed,
-    failed: run.failed,
-    peakProcessedPerSec: Math.max(0, ...rows.map((r) => r.number_of_queries_processed ?? 0)),
+    sessions: r.sessions,
+    offered: r.offered,
+    processed: r.processed,
+    failed: r.failed,
+    peakProcessedPerSec: Math.max(0, ...rows.map((x) => x.number_of_queries_processed ?? 0)),
     peakMeanLatencyMs: answered === 0 ? null : round(weighted / answered / 1000, 3),
-    p50Ms: round(run.latency.p50Us / 1000, 3),
-    p99Ms: round(run.latency.p99Us / 1000, 3),
-    maxMs: round(run.latency.maxUs / 1000, 3),
-    peakActive: Math.max(0, ...rows.map((r) => r.active_number_of_queries ?? 0)),
-    peakRssMB: round(Math.max(0, ...rows.map((r) => r.memory_bytes ?? 0)) / 2 ** 20, 1),
-    meanCpuMsPerSec: rows.length === 0 ? 0 : Math.round(cpu / rows.length),
+    p50Ms: round(r.latency.p50Us / 1000, 3),
+    p99Ms: round(r.latency.p99Us / 1000, 3),
+    maxMs: round(r.latency.maxUs / 1000, 3),
+    peakActive: Math.max(0, ...rows.map((x) => x.active_number_of_queries ?? 0)),
+    peakRssMB: round(Math.max(0, ...rows.map((x) => x.memory_bytes ?? 0)) / 2 ** 20, 1),
+    meanCpuMsPerSec: rows.length === 0 ? 0 : Math.round(sum(rows, (x) => x.cpu_milliseconds) / rows.length),
     poolerPeakRssMB: pooler.length === 0 ? null : round(Math.max(...pooler) / 2 ** 20, 1),
-    openMs: Math.round(run.openMs),
+    openMs: Math.round(r.openMs),
+    rttMs: run.path.rttMs === null ? null : round(run.path.rttMs, 3),
+    fds: r.fds,
+    poolerFds: run.poolerFds,
+    steps: stepFigures(run),
+    cpuFit: fit,
   };
 }
 
-/** The JSON figures of one scenario; null when it could not run (never invented numbers). */
-export function scenarioFigures(result: ScenarioResult): Record<string, unknown> | null {
-  switch (result.kind) {
-    case 'load': {
-      const out: Record<string, unknown> = {
-        rttMs: result.runs.find((r) => r.rttMs !== null)?.rttMs ?? null,
-        offered: result.runs[0]?.offered ?? 0,
-      };
-      // The issue's shape: one key per variant next to rttMs/offered ({"tcp": {...}, "quic": {...}}).
-      for (const run of result.runs) out[run.variant] = variantFigures(run);
-      // Scenario-specific figures (last-5-s rates, Little's-law bound, fds, loss method...).
-      for (const [key, value] of Object.entries(result.extra ?? {})) out[key] = value;
-      return out;
-    }
-    case 'lan': {
-      const out: Record<string, unknown> = { tps: result.tps, pgbench: result.pgbench };
-      for (const run of result.runs) out[run.variant] = variantFigures(run);
-      return out;
-    }
-    case 'capacity':
-      return { qps: result.qps, sessions: result.bestSessions, steps: result.steps };
-    case 'unavailable':
-      return null;
-    default: {
-      const never: never = result;
-      return never;
-    }
-  }
+/** Mean processed per second over the last `seconds` rows of the load (fewer if it is shorter). */
+export function lastSecondsRate(run: Pick<VariantRun, 'rows' | 'loadRows'>, seconds: number): number {
+  const rows = run.rows.slice(Math.max(0, run.loadRows - seconds), run.loadRows);
+  return rows.length === 0 ? 0 : round(sum(rows, (r) => r.number_of_queries_processed) / rows.length, 1);
 }
 
-export interface RatioRow {
-  metric: string;
-  baseline: string;
-  other: string;
-  baselineValue: number | null;
-  otherValue: number | null;
-  /** other / baseline; null when either side is missing or the baseline is zero. */
-  ratio: number | null;
+/** Little's law: at most `sessions` queries in flight, each taking at least `trips` RTTs. */
+export function littleBound(sessions: number, rttMs: number | null, roundTripsPerQuery = 1): number | null {
+  if (rttMs === null || rttMs <= 0) return null;
+  return Math.round((sessions * 1000) / (rttMs * roundTripsPerQuery));
 }
 
-const RATIO_METRICS: ReadonlyArray<[string, (f: VariantFigures) => number | null]> = [
-  ['processed', (f) => f.processed],
-  ['failed', (f) => f.failed],
-  ['peak processed/s', (f) => f.peakProcessedPerSec],
-  ['mean latency at peak (ms)', (f) => f.peakMeanLatencyMs],
-  ['p99 latency (ms)', (f) => f.p99Ms],
-  ['peak client RSS (MB)', (f) => f.peakRssMB],
-  ['mean client CPU (ms/s)', (f) => f.meanCpuMsPerSec],
-];
-
-/** Every other variant against the first one (the baseline, e.g. TCP), metric by metric. */
-export function headlineRatios(runs: readonly VariantRun[]): RatioRow[] {
-  const [first, ...rest] = runs;
-  if (first === undefined) return [];
-  const base = variantFigures(first);
-  const rows: RatioRow[] = [];
-  for (const run of rest) {
-    const other = variantFigures(run);
-    for (const [metric, pick] of RATIO_METRICS) {
-      const a = pick(base);
-      const b = pick(other);
-      rows.push({
-        metric,
-        baseline: first.variant,
-        other: run.variant,
-        baselineValue: a,
-        otherValue: b,
-        ratio: a === null || b === null || a === 0 ? null : round(b / a, 3),
-      });
-    }
-  }
-  return rows;
-}
+export const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
+  a === null || a === undefined || b === null || b === undefined || b === 0 ? null : round(a / b, 3);

@@ -1,160 +1,186 @@
-// The self-contained HTML report: per scenario the original article's six panels with every
-// variant on the same axes, latency percentiles, headline ratios, and the machine and measured RTT.
-// No scripts, no external resources: it opens offline and renders identically in headless Chromium.
+// The report, as self-contained HTML (inline SVG, no scripts, no network). Its first screen is
+// what a reader came for: the question, one generated answer per scenario, and the headline
+// figure (the seed's six panels for `original`, TCP and QUIC on the same axes). Then one section
+// per scenario, sanity checks (capacity, direct) last. The headline and each section become a
+// PNG of their own (chromium.ts), each sized to fit in 2,000 px.
+import type { RoundStat, ScenarioResult, VariantRun } from '../scenarios/types.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
-import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
-import { headlineRatios, variantFigures } from './figures.js';
+import { variantFigures } from './figures.js';
 import type { MachineDescription } from './machine.js';
 import { machineLine } from './machine.js';
 import type { Series } from './svg-chart.js';
 import { PALETTE, escapeXml, lineChart } from './svg-chart.js';
 
-export interface ReportData {
-  createdAt: string;
-  machine: MachineDescription;
-  results: readonly ScenarioResult[];
-  command: string;
+/** How the run was set up: stated on the first screen. */
+export interface SetupFacts {
+  readonly wanPath: 'packet' | 'relay';
+  /** Why the relay was used instead of the packet path (null: the packet path ran). */
+  readonly fallback: string | null;
+  readonly rttConfiguredMs: number;
+  readonly congestion: { readonly tcp: string; readonly quic: string; readonly pacing: string };
+  readonly scale: string;
+  readonly rounds: number;
 }
 
+export interface ReportData {
+  readonly createdAt: string;
+  readonly command: string;
+  readonly machine: MachineDescription;
+  readonly setup: SetupFacts;
+  readonly results: readonly ScenarioResult[];
+}
+
+type Ran = Extract<ScenarioResult, { kind: 'ran' }>;
+
 interface Panel {
-  id: string;
-  title: string;
-  yLabel: string;
-  pick: (row: TelemetryRow) => number | null;
+  readonly id: string;
+  readonly title: string;
+  readonly yLabel: string;
+  readonly pick: (row: TelemetryRow) => number | null;
 }
 
 const MB = 2 ** 20;
-const scale = (v: number | null, by: number): number | null => (v === null ? null : v / by);
+const div = (v: number | null, by: number): number | null => (v === null ? null : v / by);
 
 /** The original article's six panels, in its order. */
 export const SIX_PANELS: readonly Panel[] = [
   { id: 'active', title: 'Active queries (issued, unanswered)', yLabel: 'queries', pick: (r) => r.active_number_of_queries },
   { id: 'failed', title: 'Failed queries per second', yLabel: 'queries/s', pick: (r) => r.failed_number_of_queries },
   { id: 'processed', title: 'Processed queries per second', yLabel: 'queries/s', pick: (r) => r.number_of_queries_processed },
-  { id: 'latency', title: 'Mean query latency', yLabel: 'ms', pick: (r) => scale(r.average_query_time_us, 1000) },
+  { id: 'latency', title: 'Mean query latency', yLabel: 'ms', pick: (r) => div(r.average_query_time_us, 1000) },
   { id: 'cpu', title: 'Client CPU', yLabel: 'CPU ms per s', pick: (r) => r.cpu_milliseconds },
-  { id: 'memory', title: 'Client memory (RSS)', yLabel: 'MB', pick: (r) => scale(r.memory_bytes, MB) },
+  { id: 'memory', title: 'Client memory (RSS)', yLabel: 'MB', pick: (r) => div(r.memory_bytes, MB) },
 ];
 
-const POOLER_PANELS: readonly Panel[] = [
-  { id: 'pooler-cpu', title: 'Pooler CPU', yLabel: 'CPU ms per s', pick: (r) => r.pooler_cpu_milliseconds },
-  { id: 'pooler-memory', title: 'Pooler memory (RSS)', yLabel: 'MB', pick: (r) => scale(r.pooler_rss_bytes, MB) },
+/** The second row of each section: tail latency and where the CPU went. */
+const MORE_PANELS: readonly Panel[] = [
+  { id: 'p99', title: 'Latency p99 per second', yLabel: 'ms', pick: (r) => div(r.p99_us, 1000) },
+  { id: 'pooler-cpu', title: 'Pooler CPU per query', yLabel: 'µs', pick: (r) => r.pooler_cpu_us_per_query },
+  { id: 'forwarder-cpu', title: 'Forwarder CPU per query', yLabel: 'µs', pick: (r) => r.forwarder_cpu_us_per_query },
 ];
 
-function seriesOf(run: VariantRun, pick: (row: TelemetryRow) => number | null, color: string, suffix = '', dashed = false): Series {
-  return { name: `${run.variant}${suffix}`, color, dashed, points: run.rows.map((row, i) => [i + 1, pick(row)] as const) };
-}
+const WIDTH = 1480;
+const CHART = { width: 470, height: 240 };
 
-function panelChart(scenario: string, panel: Panel, runs: readonly VariantRun[]): string {
-  const series = runs.map((run, i) => seriesOf(run, panel.pick, PALETTE[i % PALETTE.length] ?? '#000'));
+const f = (v: number | null | undefined, digits = 2): string => (v === null || v === undefined ? '—' : String(+v.toFixed(digits)));
+const color = (i: number): string => PALETTE[i % PALETTE.length] ?? '#000';
+
+function panelChart(id: string, panel: Panel, runs: readonly VariantRun[]): string {
+  const series: Series[] = runs.map((run, i) => ({ name: run.variant, color: color(i), points: run.rows.map((row, x) => [x + 1, panel.pick(row)] as const) }));
   // The offered rate next to what was processed shows overload at a glance.
-  if (panel.id === 'processed') {
-    runs.forEach((run, i) => series.push(seriesOf(run, (r) => r.offered_per_sec, PALETTE[i % PALETTE.length] ?? '#000', ' offered', true)));
-  }
-  return lineChart({ id: `${scenario}:${panel.id}`, title: panel.title, xLabel: 'seconds', yLabel: panel.yLabel, series });
+  if (panel.id === 'processed') runs.forEach((run, i) => series.push({ name: `${run.variant} offered`, color: color(i), dashed: true, points: run.rows.map((row, x) => [x + 1, row.offered_per_sec] as const) }));
+  return lineChart({ id: `${id}:${panel.id}`, title: panel.title, xLabel: 'seconds', yLabel: panel.yLabel, series, ...CHART });
 }
 
-function percentileChart(scenario: string, runs: readonly VariantRun[]): string {
-  const series: Series[] = [];
-  runs.forEach((run, i) => {
-    const color = PALETTE[i % PALETTE.length] ?? '#000';
-    series.push(seriesOf(run, (r) => scale(r.p50_us, 1000), color, ' p50'));
-    series.push(seriesOf(run, (r) => scale(r.p99_us, 1000), color, ' p99', true));
+const grid = (id: string, panels: readonly Panel[], runs: readonly VariantRun[]): string => `<div class="grid">${panels.map((p) => panelChart(id, p, runs)).join('\n')}</div>`;
+
+const shownRuns = (r: Ran): readonly VariantRun[] => r.rounds[r.shownRound] ?? [];
+
+function statCell(s: RoundStat): string {
+  const spread = s.values.length > 1 ? ` <span class="range">(${f(s.min)}–${f(s.max)})</span>` : '';
+  return `<b>${f(s.median, 3)}</b>${spread}`;
+}
+
+function figuresTable(r: Ran): string {
+  const keys = [...r.keyFigures, ...Object.keys(r.figures).filter((k) => !r.keyFigures.includes(k))].slice(0, 14);
+  const rounds = r.rounds.length;
+  const head = `<tr><th>figure</th><th>median (min–max) of ${rounds} round${rounds === 1 ? '' : 's'}</th>${rounds > 1 ? Array.from({ length: rounds }, (_, i) => `<th>round ${i + 1}</th>`).join('') : ''}</tr>`;
+  const body = keys.map((k) => {
+    const s = r.figures[k];
+    if (s === undefined) return '';
+    const mark = r.unstable.includes(k) ? ' class="unstable"' : r.keyFigures.includes(k) ? ' class="key"' : '';
+    return `<tr${mark}><td>${escapeXml(k)}</td><td>${statCell(s)}</td>${rounds > 1 ? s.values.map((v) => `<td>${f(v, 3)}</td>`).join('') : ''}</tr>`;
   });
-  return lineChart({ id: `${scenario}:percentiles`, title: 'Latency p50 / p99 per second', xLabel: 'seconds', yLabel: 'ms', series });
+  return `<table class="figures">${head}${body.join('')}</table>`;
 }
 
-const fmt = (v: number | null, digits = 2): string => (v === null ? '—' : String(+v.toFixed(digits)));
-const ms = (us: number): string => fmt(us / 1000, 3);
-
-function percentileTable(runs: readonly VariantRun[]): string {
-  const head = '<tr><th>variant</th><th>sessions</th><th>offered</th><th>processed</th><th>failed</th><th>mean ms</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>peak RSS MB</th><th>RTT ms</th><th>open ms</th></tr>';
-  const body = runs.map((run) => {
-    const f = variantFigures(run);
-    const l = run.latency;
-    const failures = Object.entries(run.failures).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}`).join(', ');
-    return `<tr><td>${escapeXml(run.variant)}</td><td>${run.sessions}</td><td>${run.offered}</td><td>${run.processed}</td><td title="${escapeXml(failures)}">${run.failed}</td><td>${ms(l.meanUs)}</td><td>${ms(l.p50Us)}</td><td>${ms(l.p90Us)}</td><td>${ms(l.p99Us)}</td><td>${ms(l.p999Us)}</td><td>${ms(l.maxUs)}</td><td>${f.peakRssMB}</td><td>${fmt(run.rttMs)}</td><td>${f.openMs}</td></tr>`;
-  });
-  return `<table class="percentiles">${head}${body.join('')}</table>`;
-}
-
-function ratioTable(runs: readonly VariantRun[]): string {
-  const rows = headlineRatios(runs);
-  if (rows.length === 0) return '<p class="note">One variant only: no ratios.</p>';
-  const body = rows.map(
-    (r) => `<tr><td>${escapeXml(r.metric)}</td><td>${escapeXml(r.baseline)}: ${fmt(r.baselineValue)}</td><td>${escapeXml(r.other)}: ${fmt(r.otherValue)}</td><td><b>${r.ratio === null ? '—' : `${fmt(r.ratio, 3)}x`}</b></td></tr>`,
+function cpuTable(runs: readonly VariantRun[]): string {
+  const head = '<tr><th>variant</th><th>step</th><th>q/s</th><th>client µs/q</th><th>forwarder µs/q</th><th>pooler µs/q</th><th>postgres µs/q</th><th>pooler ms/s</th><th>machine busy ms/s</th></tr>';
+  const body = runs.flatMap((run) =>
+    variantFigures(run).steps.map((s) => `<tr><td>${escapeXml(run.variant)}</td><td>${escapeXml(s.label)}</td><td>${f(s.qps, 0)}</td><td>${f(s.usPerQuery.client, 0)}</td><td>${f(s.usPerQuery.forwarder, 0)}</td><td>${f(s.usPerQuery.pooler, 0)}</td><td>${f(s.usPerQuery.postgres, 0)}</td><td>${f(s.msPerSec.pooler, 0)}</td><td>${f(s.machineMsPerSec, 0)}</td></tr>`),
   );
-  return `<table class="ratios"><tr><th>metric</th><th>baseline</th><th>variant</th><th>variant / baseline</th></tr>${body.join('')}</table>`;
+  return `<table class="cpu">${head}${body.join('')}</table>`;
 }
 
-function runsSection(name: string, runs: readonly VariantRun[]): string {
-  const hasPooler = runs.some((run) => run.rows.some((r) => r.pooler_cpu_milliseconds !== null));
-  const panels = [...SIX_PANELS, ...(hasPooler ? POOLER_PANELS : [])].map((p) => panelChart(name, p, runs));
-  const rtt = runs.find((r) => r.rttMs !== null)?.rttMs ?? null;
+function runsTable(runs: readonly VariantRun[]): string {
+  const head = '<tr><th>variant</th><th>sessions</th><th>offered</th><th>processed</th><th>failed</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>peak backlog</th><th>client RSS MB</th><th>client fds</th><th>pooler fds</th><th>RTT ms</th><th>open ms</th></tr>';
+  const body = runs.map((run) => {
+    const v = variantFigures(run);
+    return `<tr><td>${escapeXml(run.variant)}</td><td>${v.sessions}</td><td>${v.offered}</td><td>${v.processed}</td><td>${v.failed}</td><td>${f(run.result.latency.meanUs / 1000)}</td><td>${f(v.p50Ms)}</td><td>${f(v.p99Ms)}</td><td>${f(v.maxMs)}</td><td>${v.peakActive}</td><td>${v.peakRssMB}</td><td>${f(v.fds, 0)}</td><td>${f(v.poolerFds, 0)}</td><td>${f(v.rttMs)}</td><td>${v.openMs}</td></tr>`;
+  });
+  return `<table class="runs">${head}${body.join('')}</table>`;
+}
+
+const list = (items: readonly string[]): string => (items.length === 0 ? '' : `<ul class="notes">${items.map((n) => `<li>${escapeXml(n)}</li>`).join('')}</ul>`);
+
+function section(r: ScenarioResult): string {
+  if (r.kind === 'unavailable') return `<section data-scenario="${r.name}" class="unavailable"><h2>${escapeXml(r.name)}: ${escapeXml(r.title)}</h2><p>Skipped: needs ${escapeXml(r.needs)}.</p></section>`;
+  if (r.kind === 'failed') return `<section data-scenario="${r.name}" class="unavailable"><h2>${escapeXml(r.name)}: ${escapeXml(r.title)}</h2><p class="unstable">Failed: ${escapeXml(r.error)}</p></section>`;
+  const runs = shownRuns(r);
+  const errors = runs.flatMap((run) => run.result.errors.map((e) => `${run.variant} error: ${e}`));
   return [
-    `<p>Measured RTT: <b>${rtt === null ? 'none (no WAN emulation)' : `${fmt(rtt)} ms`}</b></p>`,
-    `<div class="grid">${panels.join('\n')}\n${percentileChart(name, runs)}</div>`,
-    '<h3>Latency percentiles (whole run)</h3>',
-    percentileTable(runs),
-    ...runs.filter((run) => (run.errors ?? []).length > 0).map((run) => `<p class="note">${escapeXml(run.variant)} errors: ${escapeXml((run.errors ?? []).join(' | '))}</p>`),
-    '<h3>Headline ratios</h3>',
-    ratioTable(runs),
+    `<section data-scenario="${r.plan.name}"><h2>${escapeXml(r.plan.name)}: ${escapeXml(r.plan.title)}</h2>`,
+    `<p class="answer">${escapeXml(r.answer)}${r.unstable.length > 0 ? ' <span class="unstable">(unstable across rounds)</span>' : ''}</p>`,
+    `<p>${escapeXml(r.plan.description)} Variants: ${escapeXml(r.plan.variants.map((v) => `${v.name} = ${v.label}`).join('; '))}. Charts: round ${r.shownRound + 1} of ${r.rounds.length}.</p>`,
+    grid(r.plan.name, SIX_PANELS, runs),
+    grid(r.plan.name, MORE_PANELS, runs),
+    '<div class="tables">',
+    `<div><h3>Figures over the rounds</h3>${figuresTable(r)}</div>`,
+    `<div><h3>Where the CPU goes (per step of the load)</h3>${cpuTable(runs)}</div>`,
+    '</div>',
+    runsTable(runs),
+    list([...r.notes, ...errors.slice(0, 6)]),
+    '</section>',
   ].join('\n');
 }
 
-function notesList(notes: readonly string[] | undefined): string {
-  if (notes === undefined || notes.length === 0) return '';
-  return `<h3>Findings</h3><ul class="findings">${notes.map((n) => `<li>${escapeXml(n)}</li>`).join('')}</ul>`;
+/** Sections in reading order: the comparisons as they ran, then the sanity checks, then what was skipped. */
+export function inReadingOrder(results: readonly ScenarioResult[]): ScenarioResult[] {
+  const rank = (r: ScenarioResult): number => (r.kind !== 'ran' ? 2 : r.plan.sanity ? 1 : 0);
+  return [...results].sort((a, b) => rank(a) - rank(b));
 }
 
-function extraTable(extra: Record<string, number | string | boolean | null> | undefined): string {
-  if (extra === undefined || Object.keys(extra).length === 0) return '';
-  const body = Object.entries(extra)
-    .map(([k, v]) => `<tr><td>${escapeXml(k)}</td><td>${escapeXml(v === null ? '—' : String(v))}</td></tr>`)
-    .join('');
-  return `<table class="extra"><tr><th>figure</th><th>value</th></tr>${body}</table>`;
+function headline(d: ReportData): string {
+  const ran = d.results.filter((r): r is Ran => r.kind === 'ran');
+  const main = ran.find((r) => r.plan.name === 'original') ?? ran.find((r) => !r.plan.sanity) ?? ran[0];
+  const rtt = d.setup.rttConfiguredMs;
+  const answers = inReadingOrder(d.results).map((r) =>
+    r.kind === 'ran'
+      ? `<li><b>${escapeXml(r.plan.name)}</b>: ${escapeXml(r.answer)}${r.unstable.length > 0 ? ' <span class="unstable">(rounds differ by more than 15%)</span>' : ''}</li>`
+      : `<li><b>${escapeXml(r.name)}</b>: ${r.kind === 'failed' ? `<span class="unstable">failed (${escapeXml(r.error)})</span>` : `skipped (needs ${escapeXml(r.needs)})`}.</li>`,
+  );
+  const path =
+    d.setup.wanPath === 'packet'
+      ? `WAN: the packet-level path (the client in its own network namespace, quicpool and Postgres on the host, a forwarder moving IP packets between them after ${rtt / 2} ms each way).`
+      : `WAN: the user-space relay, NOT the packet-level path (${d.setup.fallback ?? 'not available'}): it terminates TCP, so TCP's own loss recovery never sees the delay, and loss cannot run.`;
+  return [
+    '<header class="headline">',
+    `<h1>Does multiplexing beat TCP pooling for a client ${rtt} ms away?</h1>`,
+    `<p class="${d.setup.wanPath === 'packet' ? 'setup' : 'setup fallback'}">${escapeXml(path)} Congestion control: TCP ${escapeXml(d.setup.congestion.tcp)}; QUIC ${escapeXml(d.setup.congestion.quic)}. Pacing: ${escapeXml(d.setup.congestion.pacing)}</p>`,
+    `<p class="setup">${escapeXml(d.setup.scale)} ${d.setup.rounds} round${d.setup.rounds === 1 ? '' : 's'} per scenario, variants interleaved; each figure is the median (min–max over the rounds). Machine: ${escapeXml(machineLine(d.machine))}.</p>`,
+    `<ul class="answers">${answers.join('')}</ul>`,
+    main === undefined ? '' : `<h3>${escapeXml(main.plan.title)}: the original benchmark's six panels (round ${main.shownRound + 1} of ${main.rounds.length})</h3>${grid(`headline-${main.plan.name}`, SIX_PANELS, shownRuns(main))}`,
+    '</header>',
+  ].join('\n');
 }
 
-function lanTable(tps: Record<string, number | null>, pgbench: Record<string, number | null> | null): string {
-  const targets = Object.keys(tps);
-  const head = `<tr><th>target</th><th>our generator q/s</th><th>pgbench tps</th></tr>`;
-  const body = targets.map((t) => `<tr><td>${escapeXml(t)}</td><td>${fmt(tps[t] ?? null, 0)}</td><td>${pgbench === null ? 'not installed' : fmt(pgbench[t] ?? null, 0)}</td></tr>`).join('');
-  return `<table class="lan">${head}${body}</table>`;
-}
+const CSS = `body{font-family:sans-serif;margin:20px;color:#222;width:${WIDTH - 40}px}
+h1{font-size:26px;margin:0 0 8px}h2{margin:8px 0}h3{margin:10px 0 4px;font-size:15px}p{margin:4px 0}
+.grid{display:grid;grid-template-columns:repeat(3,${CHART.width}px);gap:8px;margin:6px 0}
+.answers li,.answer{font-size:15px;margin:3px 0}.answer{font-weight:bold}.setup{font-size:13px;color:#444}.fallback{color:#b00;font-weight:bold}
+.tables{display:grid;grid-template-columns:560px 860px;gap:16px}
+table{border-collapse:collapse;margin:4px 0;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}
+td:first-child{text-align:left}.range{color:#777}.key td{background:#f7fbff}.unstable,.unstable td{color:#b00}
+.notes{font-size:12px;color:#444;margin:4px 0}section{margin:18px 0;border-top:2px solid #ddd;padding-top:4px}.unavailable{color:#777}`;
 
-function scenarioSection(result: ScenarioResult): string {
-  const title = `<h2 id="${escapeXml(result.name)}">${escapeXml(result.name)}: ${escapeXml(result.title)}</h2>`;
-  switch (result.kind) {
-    case 'load':
-      return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)} Ramp ${result.ramp.startRate} → ${result.ramp.endRate} q/s over ${result.ramp.durationMs / 1000} s, open loop.</p>${notesList(result.notes)}${extraTable(result.extra)}${runsSection(result.name, result.runs)}</section>`;
-    case 'lan':
-      return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)}</p>${lanTable(result.tps, result.pgbench)}${notesList(result.notes)}${runsSection(result.name, result.runs)}</section>`;
-    case 'capacity': {
-      const steps = result.steps.map((s) => `<tr><td>${s.sessions}</td><td>${s.qps}</td><td>${s.failed}</td></tr>`).join('');
-      return `<section data-scenario="${escapeXml(result.name)}">${title}<p>${escapeXml(result.description)}</p><p class="headline">Capacity: <b>${result.qps} queries/s</b> (best at ${result.bestSessions} sessions)</p><table><tr><th>sessions</th><th>q/s</th><th>failed</th></tr>${steps}</table>${runsSection(result.name, result.runs)}</section>`;
-    }
-    case 'unavailable':
-      return `<section data-scenario="${escapeXml(result.name)}" class="unavailable">${title}<p>Skipped: needs ${escapeXml(result.needs)}.</p></section>`;
-    default: {
-      const never: never = result;
-      return never;
-    }
-  }
-}
-
-export function renderReport(data: ReportData): string {
-  const css = `body{font-family:sans-serif;margin:24px;color:#222;max-width:1480px}
-.grid{display:grid;grid-template-columns:repeat(3,460px);gap:10px}
-table{border-collapse:collapse;margin:8px 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f3f3f3}.unavailable{color:#777}.note{color:#777}.headline{font-size:18px}section{margin-bottom:32px}`;
+function page(d: ReportData, body: string): string {
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>quicpool benchmark ${escapeXml(data.createdAt)}</title><style>${css}</style></head>
+<html lang="en"><head><meta charset="utf-8"><title>quicpool benchmark ${escapeXml(d.createdAt)}</title><style>${CSS}</style></head>
 <body>
-<h1>quicpool benchmark</h1>
-<p>${escapeXml(data.createdAt)} · <code>${escapeXml(data.command)}</code></p>
-<p class="machine">Machine: ${escapeXml(machineLine(data.machine))}</p>
-<p class="note">Workload: <code>SELECT trunc(random() * 100) FROM generate_series(1, 10)</code>. One row per second per variant; variants run one after the other, never at once.</p>
-${data.results.map(scenarioSection).join('\n')}
+${body}
+<p class="setup">${escapeXml(d.createdAt)} · <code>${escapeXml(d.command)}</code> · workload <code>SELECT trunc(random() * 100) FROM generate_series(1, 10)</code>, open loop, one row per second per variant.</p>
 </body></html>
 `;
 }
+
+export const renderReport = (d: ReportData): string => page(d, [headline(d), ...inReadingOrder(d.results).map(section)].join('\n'));

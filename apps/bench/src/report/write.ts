@@ -1,122 +1,145 @@
-// Writes one benchmark run to bench-results/<timestamp>/: a CSV per variant run, summary.json (the
-// same figures the --json line prints), report.html, and report.png when Chromium is installed.
+// Writes one benchmark run to bench-results/<timestamp>/: a CSV per variant and round, summary.json
+// (the same figures the --json line prints), report.html, and with Chromium report.png (the
+// headline: question, answers, six panels) and one <scenario>.png per scenario.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { ScenarioResult } from '../scenarios/types.js';
+import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
 import { toCsv } from '../telemetry/csv.js';
-import { scenarioFigures, variantFigures } from './figures.js';
-import type { ChromiumOutcome } from './chromium.js';
-import { screenshot } from './chromium.js';
-import { renderReport } from './html.js';
+import { captureElements } from './chromium.js';
+import type { VariantFigures } from './figures.js';
+import { variantFigures } from './figures.js';
+import type { ReportData, SetupFacts } from './html.js';
+import { inReadingOrder, renderReport } from './html.js';
 import type { MachineDescription } from './machine.js';
 
 export interface WrittenReport {
-  dir: string;
-  csvFiles: string[];
-  summaryFile: string;
-  htmlFile: string;
-  /** The PNG path, or why there is none. */
-  png: { file: string } | { skipped: string };
-  summary: Summary;
+  readonly dir: string;
+  readonly csvFiles: readonly string[];
+  readonly summaryFile: string;
+  readonly htmlFile: string;
+  /** report.png and each scenario's PNG, or why there are none. */
+  readonly png: { readonly files: readonly string[] } | { readonly skipped: string };
+  readonly summary: Summary;
 }
 
 export interface Summary {
-  createdAt: string;
-  command: string;
-  machine: MachineDescription;
-  /** Per scenario its figures, or null when it could not run. */
-  figures: Record<string, Record<string, unknown> | null>;
-  notAvailable: Record<string, string>;
-  runs: Array<{
-    scenario: string;
-    variant: string;
-    csv: string;
-    figures: ReturnType<typeof variantFigures>;
-    failures: Record<string, number>;
-    /** First distinct error messages of failed queries. */
-    errors: string[];
-    /** Facts about the variant's path (transport, port, loss method, drops...). */
-    info: Record<string, string | number | null>;
+  readonly createdAt: string;
+  readonly command: string;
+  readonly machine: MachineDescription;
+  readonly setup: SetupFacts;
+  /** Per scenario its figures (medians over the rounds), or null when it could not run. */
+  readonly figures: Record<string, Record<string, unknown> | null>;
+  readonly notAvailable: Record<string, string>;
+  readonly runs: ReadonlyArray<{
+    readonly scenario: string;
+    readonly variant: string;
+    readonly round: number;
+    readonly csv: string;
+    readonly figures: VariantFigures;
+    readonly failures: Record<string, number>;
+    readonly errors: readonly string[];
+    readonly info: Readonly<Record<string, number | string | null>>;
+    readonly path: VariantRun['path'];
   }>;
 }
+
+export const nameOf = (r: ScenarioResult): string => (r.kind === 'ran' ? r.plan.name : r.name);
 
 export function timestampDirName(date: Date): string {
   return date.toISOString().replace(/[:.]/g, '-');
 }
 
-const safe = (name: string): string => name.replace(/[^A-Za-z0-9_.-]/g, '_');
+export const csvName = (run: VariantRun): string => `${run.scenario}-${run.variant}-round${run.round}.csv`;
 
-export function buildSummary(results: readonly ScenarioResult[], machine: MachineDescription, createdAt: string, command: string): Summary {
+/** A scenario's JSON: its medians by name next to one entry per variant (the charted round's). */
+export function scenarioFigures(r: ScenarioResult): Record<string, unknown> | null {
+  if (r.kind !== 'ran') return null;
+  const shown = r.rounds[r.shownRound] ?? [];
+  const out: Record<string, unknown> = {
+    title: r.plan.title,
+    answer: r.answer,
+    rttMs: shown.find((x) => x.path.rttMs !== null)?.path.rttMs ?? null,
+    offered: shown[0]?.result.offered ?? 0,
+    rounds: r.rounds.length,
+    chartedRound: r.shownRound + 1,
+  };
+  for (const run of shown) out[run.variant] = variantFigures(run);
+  for (const [key, stat] of Object.entries(r.figures)) out[key] = stat.median;
+  out.roundStats = r.figures;
+  out.unstable = r.unstable;
+  return out;
+}
+
+export function buildSummary(results: readonly ScenarioResult[], machine: MachineDescription, setup: SetupFacts, createdAt: string, command: string): Summary {
   const figures: Summary['figures'] = {};
   const notAvailable: Summary['notAvailable'] = {};
-  const runs: Summary['runs'] = [];
-  for (const result of results) {
-    figures[result.name] = scenarioFigures(result);
-    switch (result.kind) {
+  const runs: Array<Summary['runs'][number]> = [];
+  for (const r of results) {
+    switch (r.kind) {
       case 'unavailable':
-        notAvailable[result.name] = result.needs;
+        figures[r.name] = null;
+        notAvailable[r.name] = r.needs;
         break;
-      case 'load':
-      case 'capacity':
-      case 'lan':
-        for (const run of result.runs) {
-          runs.push({ scenario: run.scenario, variant: run.variant, csv: `${safe(run.scenario)}-${safe(run.variant)}.csv`, figures: variantFigures(run), failures: run.failures, errors: run.errors ?? [], info: run.info ?? {} });
+      case 'failed':
+        figures[r.name] = null;
+        notAvailable[r.name] = `failed: ${r.error}`;
+        break;
+      case 'ran':
+        figures[r.plan.name] = scenarioFigures(r);
+        for (const run of r.rounds.flat()) {
+          runs.push({ scenario: run.scenario, variant: run.variant, round: run.round, csv: csvName(run), figures: variantFigures(run), failures: run.result.failures, errors: run.result.errors, info: run.result.info, path: run.path });
         }
         break;
       default: {
-        const never: never = result;
+        const never: never = r;
         throw new Error(`unknown result ${String(never)}`);
       }
     }
   }
-  return { createdAt, command, machine, figures, notAvailable, runs };
+  return { createdAt, command, machine, setup, figures, notAvailable, runs };
 }
 
-/** Page height for the screenshot: title block plus, per scenario, its chart grid and tables. */
-function pageHeight(results: readonly ScenarioResult[]): number {
-  // Measured on rendered pages: ~1,300 px per scenario with charts, ~40 px per table row of its runs.
-  let height = 200;
-  for (const r of results) {
-    if (r.kind === 'unavailable') height += 110;
-    else if (r.kind === 'load') height += 1400 + 40 * r.runs.length + 30 * Object.keys(r.extra ?? {}).length + 60 * (r.notes?.length ?? 0);
-    else if (r.kind === 'lan') height += 1700 + 40 * r.runs.length + 60 * r.notes.length;
-    else height += 1400 + 40 * r.runs.length;
-  }
-  return Math.min(24_000, height);
-}
-
-export async function writeReport(options: {
-  results: readonly ScenarioResult[];
-  machine: MachineDescription;
-  command: string;
+export async function writeReport(o: {
+  readonly results: readonly ScenarioResult[];
+  readonly machine: MachineDescription;
+  readonly setup: SetupFacts;
+  readonly command: string;
   /** Default bench-results/<timestamp> under the current directory. */
-  dir?: string;
+  readonly dir?: string;
   /** Default true. */
-  png?: boolean;
-  now?: Date;
+  readonly png?: boolean;
+  readonly now?: Date;
 }): Promise<WrittenReport> {
-  const now = options.now ?? new Date();
-  const dir = resolve(options.dir ?? join('bench-results', timestampDirName(now)));
+  const now = o.now ?? new Date();
+  const dir = resolve(o.dir ?? join('bench-results', timestampDirName(now)));
   await mkdir(dir, { recursive: true });
-  const summary = buildSummary(options.results, options.machine, now.toISOString(), options.command);
+  const summary = buildSummary(o.results, o.machine, o.setup, now.toISOString(), o.command);
   const csvFiles: string[] = [];
-  for (const result of options.results) {
-    if (result.kind === 'unavailable') continue;
-    for (const run of result.runs) {
-      const file = join(dir, `${safe(run.scenario)}-${safe(run.variant)}.csv`);
+  for (const r of o.results) {
+    if (r.kind !== 'ran') continue;
+    for (const run of r.rounds.flat()) {
+      const file = join(dir, csvName(run));
       await writeFile(file, toCsv(run.rows));
       csvFiles.push(file);
     }
   }
   const summaryFile = join(dir, 'summary.json');
   await writeFile(summaryFile, `${JSON.stringify(summary, null, 2)}\n`);
+  const data: ReportData = { createdAt: summary.createdAt, command: o.command, machine: o.machine, setup: o.setup, results: o.results };
   const htmlFile = join(dir, 'report.html');
-  await writeFile(htmlFile, renderReport({ createdAt: summary.createdAt, machine: options.machine, results: options.results, command: options.command }));
+  await writeFile(htmlFile, renderReport(data));
   let png: WrittenReport['png'] = { skipped: 'not requested' };
-  if (options.png !== false) {
-    const file = join(dir, 'report.png');
-    const outcome: ChromiumOutcome = await screenshot(htmlFile, file, 1480, pageHeight(options.results));
-    png = outcome.ok ? { file } : { skipped: outcome.reason };
+  if (o.png !== false) {
+    // report.png is the headline alone (question, answers, six panels); each scenario its section.
+    const shots = [
+      { selector: 'header.headline', file: join(dir, 'report.png') },
+      ...inReadingOrder(o.results).map((r) => {
+        const name = nameOf(r);
+        return { selector: `section[data-scenario="${name}"]`, file: join(dir, `${name}.png`) };
+      }),
+    ];
+    const outcome = await captureElements(htmlFile, 1480, shots);
+    png = outcome.ok ? { files: outcome.files } : { skipped: outcome.reason };
   }
   return { dir, csvFiles, summaryFile, htmlFile, png, summary };
 }

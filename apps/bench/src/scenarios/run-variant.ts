@@ -1,148 +1,174 @@
-// Runs one variant under an open-loop ramp with 1 s telemetry, always closing what it opened.
+// One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon
+// behind it, the client process on the far side; each of the client's rows gets the other
+// processes' CPU of the same second (read here, from /proc); the path's RTT and drops are read
+// once the load is over. Everything started is stopped, whatever fails.
 import { readdirSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
-import { runClosedLoop } from '../load/closed-loop.js';
-import { runOpenLoop } from '../load/open-loop.js';
-import type { ClientVariant } from '../load/variant.js';
-import type { Ramp } from '../load/schedule.js';
-import { offeredTotal } from '../load/schedule.js';
-import type { Histogram } from '../telemetry/histogram.js';
-import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
-import type { LatencySummary, ScenarioContext, VariantPlan, VariantRun } from './types.js';
+import type { CongestionControl } from '../netpath/netpath.js';
+import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
+import type { WorkerProcess } from '../process/worker-process.js';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import type { RunningDaemon } from '../stack/daemon.js';
+import type { PgTarget } from '../stack/postgres.js';
+import type { PathMode, VariantPath } from '../stack/wan-path.js';
+import { NO_PATH, openPath } from '../stack/wan-path.js';
+import type { TelemetryRow } from '../telemetry/csv.js';
+import type { CpuInterval } from '../telemetry/process-cpu.js';
+import { ProcessCpu } from '../telemetry/process-cpu.js';
+import type { ChildConfig } from './variant-child.js';
+import type { ClientResult, ClientSpec, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
 
-export function latencySummary(h: Histogram): LatencySummary {
-  return {
-    meanUs: Math.round(h.mean),
-    p50Us: h.percentile(50),
-    p90Us: h.percentile(90),
-    p99Us: h.percentile(99),
-    p999Us: h.percentile(99.9),
-    maxUs: h.max,
-  };
+/** The flag that turns the bench program into one of its workers: `--bench-worker variant <json>`. */
+export const WORKER_FLAG = '--bench-worker';
+/** Server connections per pool in every daemon the bench starts (as PgBouncer's default_pool_size). */
+export const POOL_SIZE = 20;
+
+export interface BenchContext {
+  readonly pg: PgTarget;
+  /** The postmaster, whose processes' CPU is summed; null when Postgres is not on this machine. */
+  readonly postgresPid: number | null;
+  readonly pathMode: PathMode;
+  /** The bench program (dist/bin/bench.js): the client process runs it as a worker. */
+  readonly script: string;
+  /** The relay program (dist/bin/wan.js), for the fallback path. */
+  readonly wanScript: string;
+  /** The daemon's state folder (certificate, ticket key), shared by every run. */
+  readonly stateDir: string;
+  readonly congestionControl: CongestionControl;
+  /** Seed of the path's random loss: the same for every variant. */
+  readonly seed: number;
+  readonly log: (line: string) => void;
+  /** Every row as it arrives (progress). */
+  readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
 }
 
-export interface LoadRunOptions {
-  scenario: string;
-  plan: VariantPlan;
-  ramp: Ramp;
-  tickMs: number;
-  timeoutMs: number;
-}
+const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
 
-export async function runLoadVariant(ctx: ScenarioContext, options: LoadRunOptions): Promise<VariantRun> {
-  const debug = process.env.QPB_DEBUG === '1' ? (what: string) => ctx.log(`${options.scenario}/${options.plan.name} ${what} at ${Math.round(performance.now())}`) : () => undefined;
-  debug('prepare');
-  const prepared = await options.plan.prepare(ctx);
-  debug('prepared');
-  const { variant } = prepared;
+function fdsOf(pid: number): number | null {
   try {
-    const openStart = performance.now();
-    await variant.open();
-    const openMs = performance.now() - openStart;
-    debug('opened');
-    const fds = openFds();
-    const recorder = new LoadRecorder();
-    const expectedRows = Math.ceil(options.ramp.durationMs / 1000);
-    const sampler = new TelemetrySampler({
-      recorder,
-      poolerPid: prepared.poolerPid,
-      rttMs: () => prepared.rttMs,
-      onRow: (row, index) => ctx.onProgress({ scenario: options.scenario, variant: variant.name, index, expectedRows, row }),
-    });
-    sampler.start();
-    const result = await runOpenLoop({ variant, recorder, ramp: options.ramp, tickMs: options.tickMs, timeoutMs: options.timeoutMs });
-    const rows = await sampler.stopAtNextSample();
-    const totals = recorder.totals();
-    return {
-      scenario: options.scenario,
-      variant: variant.name,
-      sessions: variant.sessions,
-      rows: [...rows],
-      rampRows: Math.min(rows.length, Math.ceil(result.rampMs / 1000)),
-      offered: offeredTotal(options.ramp),
-      issued: totals.issued,
-      processed: totals.processed,
-      failed: totals.failed,
-      failures: { ...recorder.failures },
-      latency: latencySummary(recorder.total),
-      rttMs: prepared.rttMs,
-      openMs,
-      durationMs: result.durationMs,
-      fds,
-      errors: [...recorder.errorSamples],
-      ...(prepared.info === undefined ? {} : { info: prepared.info() }),
-    };
-  } finally {
-    debug('ran');
-    await variant.close();
-    debug('closed');
-    await prepared.dispose();
-    debug('disposed');
-  }
-}
-
-/** File descriptors this process holds now (Linux /proc), or null elsewhere. */
-export function openFds(): number | null {
-  try {
-    return readdirSync('/proc/self/fd').length;
+    return readdirSync(`/proc/${pid}/fd`).length;
   } catch {
     return null;
   }
 }
 
-export interface ClosedLoopRunOptions {
-  readonly scenario: string;
-  readonly name: string;
-  readonly variant: ClientVariant;
-  /** Sessions issuing queries back to back. */
-  readonly workers: number;
-  readonly durationMs: number;
-  /** Run first and not recorded (JIT, Postgres plan cache, backends' first queries). */
-  readonly warmupMs: number;
-  /** The pooler's process, sampled by the telemetry (null: none). */
-  readonly poolerPid?: number | null;
-  /** Count the client's open file descriptors once every session is open. */
-  readonly countFds?: boolean;
+const perQuery = (ms: number | null, processed: number): number | null => (ms === null || processed === 0 ? null : Math.round((ms * 10_000) / processed) / 10);
+const ms = (v: number | null): number | null => (v === null ? null : Math.round(v));
+
+/** The client's row with the other processes' CPU of the same interval. */
+export function withProcessCpu(row: TelemetryRow, c: CpuInterval): TelemetryRow {
+  const processed = row.number_of_queries_processed ?? 0;
+  const known = [row.cpu_milliseconds, c.forwarderMs, c.poolerMs, c.postgresMs].reduce<number>((sum, v) => sum + (v ?? 0), 0);
+  return {
+    ...row,
+    pooler_cpu_milliseconds: ms(c.poolerMs),
+    pooler_rss_bytes: c.poolerRssBytes,
+    forwarder_cpu_milliseconds: ms(c.forwarderMs),
+    postgres_cpu_milliseconds: ms(c.postgresMs),
+    other_cpu_milliseconds: c.machineMs === null ? null : Math.max(0, Math.round(c.machineMs - known)),
+    client_cpu_us_per_query: perQuery(row.cpu_milliseconds, processed),
+    forwarder_cpu_us_per_query: perQuery(c.forwarderMs, processed),
+    pooler_cpu_us_per_query: perQuery(c.poolerMs, processed),
+    postgres_cpu_us_per_query: perQuery(c.postgresMs, processed),
+  };
 }
 
-/**
- * Opens the variant (timed), warms it up, then runs a closed loop of `workers` sessions for
- * `durationMs` with per-second telemetry. The caller closes the variant.
- */
-export async function runClosedLoopVariant(ctx: ScenarioContext, o: ClosedLoopRunOptions): Promise<{ run: VariantRun; completed: number }> {
-  const openStart = performance.now();
-  await o.variant.open();
-  const openMs = performance.now() - openStart;
-  const fds = o.countFds === true ? openFds() : undefined;
-  await runClosedLoop({ variant: o.variant, recorder: new LoadRecorder(), workers: o.workers, durationMs: o.warmupMs });
-  const recorder = new LoadRecorder();
-  const expectedRows = Math.ceil(o.durationMs / 1000);
-  const sampler = new TelemetrySampler({
-    recorder,
-    poolerPid: o.poolerPid ?? null,
-    onRow: (row, index) => ctx.onProgress({ scenario: o.scenario, variant: o.name, index, expectedRows, row }),
-  });
-  sampler.start();
-  const result = await runClosedLoop({ variant: o.variant, recorder, workers: o.workers, durationMs: o.durationMs });
-  sampler.stop();
-  sampler.sample(); // the last partial second, so the rows add up to the totals
-  const totals = recorder.totals();
-  const run: VariantRun = {
-    scenario: o.scenario,
-    variant: o.name,
-    sessions: o.workers,
-    rows: [...sampler.rows],
-    rampRows: sampler.rows.length,
-    offered: totals.issued,
-    issued: totals.issued,
-    processed: totals.processed,
-    failed: totals.failed,
-    failures: { ...recorder.failures },
-    latency: latencySummary(recorder.total),
-    rttMs: null,
-    openMs,
-    durationMs: result.elapsedMs,
-    ...(fds !== undefined ? { fds } : {}),
+function loadLimitMs(plan: ScenarioPlan): number {
+  const l = plan.load;
+  const seconds = l.kind === 'open' ? (l.probe?.seconds ?? 0) + l.ramp.durationMs / 1000 : l.warmupSeconds + l.steps.reduce((s, x) => s + x.seconds, 0);
+  // Opening thousands of TLS sessions over the WAN, the load, the drain (bounded by the timeout).
+  return seconds * 1000 + l.timeoutMs + 240_000;
+}
+
+async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, daemon: RunningDaemon | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
+  const pg = ctx.pg;
+  const transport = transportOf(variant.client);
+  const endpoint = daemon === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? daemon.tcpPort : quicPortOf(daemon));
+  const config: ChildConfig = {
+    variant: variant.name,
+    client: variant.client,
+    load: plan.load,
+    target: { ...endpoint, caPem: daemon?.caPem ?? null, serverName: 'localhost', user: pg.user, password: pg.password, database: pg.database, congestionControl: ctx.congestionControl },
   };
-  return { run, completed: result.completed };
+  const { command, args } = path.clientCommand([ctx.script, WORKER_FLAG, 'variant', JSON.stringify(config)]);
+  const rows: PhasedRow[] = [];
+  let cpu: ProcessCpu | null = null;
+  let result: ClientResult | null = null;
+  const child: WorkerProcess<number> = await startWorkerProcess({
+    name: `the ${plan.name}/${variant.name} client`,
+    command,
+    args,
+    startTimeoutMs: 240_000,
+    stderr: 'capture',
+    ready: (line) => {
+      const m = jsonLine(line);
+      if (m === null || !('ready' in m)) return null;
+      // Here, not after the await: the next lines may be handled before the await returns.
+      cpu = new ProcessCpu({ forwarder: path.forwarderPid(), pooler: daemon?.pid ?? null, postgres: ctx.postgresPid });
+      return 1;
+    },
+    onLine: (line) => {
+      const m = jsonLine(line);
+      if (m !== null && 'row' in m && cpu !== null) {
+        const phased = m.row as PhasedRow;
+        const row: PhasedRow = { ...phased, row: withProcessCpu(phased.row, cpu.next()) };
+        rows.push(row);
+        ctx.onRow?.(plan, variant, round, row);
+      } else if (m !== null && 'result' in m) {
+        result = m.result as ClientResult;
+      }
+    },
+  });
+  try {
+    const poolerFds = daemon === null ? null : fdsOf(daemon.pid);
+    const limit = loadLimitMs(plan);
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([child.exited, new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), limit)))]);
+    clearTimeout(timer);
+    await child.outputEnded;
+    const done: ClientResult | null = result;
+    if (done === null) throw new Error(`${plan.name}/${variant.name}: the client ${code === 'late' ? `sent no result within ${limit / 1000} s` : `exited (${code ?? 'signal'}) without a result`}: ${child.stderrTail().trim()}`);
+    return { result: done, rows, poolerFds };
+  } finally {
+    await child.stop();
+  }
+}
+
+export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number): Promise<VariantRun> {
+  const wan = plan.wan;
+  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.wanScript);
+  try {
+    let daemon: RunningDaemon | null = null;
+    let run: Awaited<ReturnType<typeof runClient>>;
+    try {
+      if (variant.route === 'pooler') {
+        daemon = await startDaemon({
+          listenHost: path.serverHost,
+          upstream: { host: ctx.pg.host, port: ctx.pg.port },
+          users: { [ctx.pg.user]: { password: ctx.pg.password } },
+          poolSize: POOL_SIZE,
+          stateDir: ctx.stateDir,
+        });
+      }
+      run = await runClient(ctx, plan, variant, round, path, daemon);
+    } finally {
+      await daemon?.stop();
+    }
+    // Measured after the load, on the same path: what the queries crossed, undisturbed by them.
+    const facts = await path.facts();
+    const rows = run.rows.filter((r) => r.phase !== 'probe').map((r) => ({ ...r.row, rtt_ms: facts.rttMs }));
+    return {
+      scenario: plan.name,
+      variant: variant.name,
+      round,
+      result: run.result,
+      rows,
+      loadRows: run.rows.filter((r) => r.phase === 'load').length,
+      rowSteps: run.rows.filter((r) => r.phase !== 'probe').map((r) => r.step),
+      probeRows: run.rows.filter((r) => r.phase === 'probe').map((r) => ({ ...r.row, rtt_ms: facts.rttMs })),
+      path: facts,
+      poolerFds: run.poolerFds,
+    };
+  } finally {
+    await path.close();
+  }
 }

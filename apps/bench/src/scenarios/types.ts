@@ -1,146 +1,150 @@
-// The shapes every scenario shares. A scenario is a list of client variants run one after the
-// other (never at once: they would share the 2 cores and the client process's CPU/RSS columns)
-// under the same load, each producing one telemetry CSV; the report puts them on the same axes.
-import type { ClientConfig } from 'pg';
-import type { ClientVariant } from '../load/variant.js';
+// The shapes every scenario shares. A scenario is a plan (which client variants, over which path,
+// under which load) run R rounds, each round every variant once, one after the other (never at
+// once: they would share the 2 cores), each variant in fresh processes: its own packet path, its
+// own quicpool daemon, its own client process.
 import type { Ramp } from '../load/schedule.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import type { FailureReason } from '../telemetry/recorder.js';
 
-export interface ProgressEvent {
-  scenario: string;
-  variant: string;
-  /** 0-based row index within this variant's run. */
-  index: number;
-  /** Rows the run is expected to produce (ramp seconds), for a progress bar. */
-  expectedRows: number;
-  row: TelemetryRow;
-}
+export type ScenarioName = 'capacity' | 'original' | 'sockets' | 'fair' | 'loss' | 'connect' | 'direct';
 
-export interface ScenarioContext {
-  /** Where Postgres is (direct, no pooler). */
-  pg: ClientConfig;
-  quick: boolean;
-  /** Reproduce the original code's behaviour (0 -> 10k q/s ramp in 500 ms ticks, prepare per query). */
-  originalExact: boolean;
-  onProgress: (event: ProgressEvent) => void;
-  log: (line: string) => void;
-  /** Tests shrink scenarios to seconds with these. */
-  overrides?: ScenarioOverrides;
-  /**
-   * The bench program's built file (dist/bin/bench.js): the pooler, the WAN emulator and each
-   * variant's load generator run as its workers. Null: no helper processes (direct, capacity only).
-   */
-  script: string | null;
-}
+/** What a variant's client process runs (JSON: it crosses into the client process). */
+export type ClientSpec =
+  /** node-postgres sessions, one TCP connection each (TLS after SSLRequest when `tls`). */
+  | { readonly kind: 'pg'; readonly sessions: number; readonly tls: boolean; readonly prepare: boolean }
+  /** node-postgres sessions, each a QUIC stream of @quicpool/client's SessionManager. */
+  | { readonly kind: 'quic'; readonly connections: number; readonly streams: number; readonly prepare: boolean }
+  /** Per query a new session: TCP + TLS + SCRAM, the query, close. */
+  | { readonly kind: 'connect-tcp' }
+  /** Per query a new QUIC stream (startup + SCRAM) on one connection kept open. */
+  | { readonly kind: 'connect-stream' }
+  /** Per query a new QUIC connection resumed with a session ticket (0-RTT), one stream, close. */
+  | { readonly kind: 'connect-0rtt' };
 
-/** Tests shrink scenarios to seconds with these (every field optional). */
-export interface ScenarioOverrides {
-  ramp?: Ramp;
-  /** Sessions of `direct`. */
-  sessions?: number;
-  capacityStepMs?: number;
-  capacitySessions?: readonly number[];
-  /** Scales the session counts of original/sockets/fair/loss (e.g. 0.01 in tests). */
-  sessionScale?: number;
-  /** Seconds per target in `lan`. */
-  lanSeconds?: number;
-  /** One-way WAN delay (ms); default 15. */
-  delayMs?: number;
-}
+export type LoadSpec =
+  /** Open loop: an optional constant-rate probe first (fixed costs), then the ramp. */
+  | { readonly kind: 'open'; readonly probe: { readonly rate: number; readonly seconds: number } | null; readonly ramp: Ramp; readonly tickMs: number; readonly timeoutMs: number }
+  /** Closed loop in steps (capacity): each step `workers` sessions issue back to back. */
+  | { readonly kind: 'closed'; readonly steps: readonly { readonly workers: number; readonly seconds: number }[]; readonly warmupSeconds: number; readonly timeoutMs: number };
 
-/** A variant ready to run, with what the telemetry needs to know about its surroundings. */
-export interface PreparedVariant {
-  variant: ClientVariant;
-  /** The pooler process to sample (/proc), or null when the variant talks to Postgres directly. */
-  poolerPid: number | null;
-  /** RTT measured on this variant's path (ms), or null without an emulated WAN. */
-  rttMs: number | null;
-  /** Stops whatever prepare() started (pooler, WAN emulator). */
-  dispose(): Promise<void>;
-  /** Facts about the path read after the run (e.g. packets dropped), for the report. */
-  info?: () => Record<string, string | number | null>;
-}
-
-/** How to build a variant for a run: pooler/QUIC variants start their processes in prepare(). */
 export interface VariantPlan {
-  name: string;
-  prepare(ctx: ScenarioContext): Promise<PreparedVariant>;
+  /** CSV names, chart legends, JSON keys: 'tcp', 'quic', ... */
+  readonly name: string;
+  /** For people: "TCP, 22 sessions, TLS". */
+  readonly label: string;
+  readonly client: ClientSpec;
+  /** Through the quicpool daemon over the WAN path, or straight to Postgres (no path). */
+  readonly route: 'pooler' | 'postgres';
+}
+
+export interface ScenarioPlan {
+  readonly name: ScenarioName;
+  readonly title: string;
+  /** What is compared and why, and how the load was scaled. */
+  readonly description: string;
+  /** capacity and direct: checks of the set-up, shown last. */
+  readonly sanity: boolean;
+  /** The WAN between client and pooler; null: none (direct to Postgres). */
+  readonly wan: { readonly delayMs: number; readonly lossRate: number } | null;
+  readonly variants: readonly VariantPlan[];
+  readonly load: LoadSpec;
+  /** Round trips per query on an open session (2 with prepare + execute). */
+  readonly roundTripsPerQuery: number;
+}
+
+/** A telemetry row as the client process sends it, with where in the load it belongs. */
+export interface PhasedRow {
+  readonly phase: 'probe' | 'load' | 'drain';
+  /** Closed loop: the step's index; open loop: 0. */
+  readonly step: number;
+  readonly row: TelemetryRow;
 }
 
 export interface LatencySummary {
-  meanUs: number;
-  p50Us: number;
-  p90Us: number;
-  p99Us: number;
-  p999Us: number;
-  maxUs: number;
+  readonly meanUs: number;
+  readonly p50Us: number;
+  readonly p90Us: number;
+  readonly p99Us: number;
+  readonly p999Us: number;
+  readonly maxUs: number;
 }
 
-/** One variant's run within a scenario: the CSV rows and the totals behind the summary. */
+/** What the client process reports at the end of its load. */
+export interface ClientResult {
+  readonly sessions: number;
+  readonly openMs: number;
+  /** File descriptors the client held with every session open. */
+  readonly fds: number | null;
+  readonly offered: number;
+  readonly issued: number;
+  readonly processed: number;
+  readonly failed: number;
+  readonly failures: Record<FailureReason, number>;
+  readonly latency: LatencySummary;
+  readonly errors: readonly string[];
+  /** Transport facts (QUIC connections, handshakes, resumptions ...). */
+  readonly info: Readonly<Record<string, number | string | null>>;
+}
+
+/** The WAN path of one run, as measured. */
+export interface PathFacts {
+  readonly mode: 'packet' | 'relay' | 'none';
+  /** Round trip through the path (UDP echo through it, or the relay's own probe), ms. */
+  readonly rttMs: number | null;
+  readonly rttP99Ms: number | null;
+  /** Packets dropped by the path's random loss (up, down) and by a full queue. */
+  readonly randomDrops: readonly [number, number] | null;
+  readonly queueDrops: number | null;
+  /** The forwarder's release lateness p99 (µs, worse direction). */
+  readonly lateP99Us: number | null;
+  /** How the forwarder was scheduled ('fifo:10' = real-time as root), null without one. */
+  readonly forwarderSched: string | null;
+  readonly description: string;
+}
+
 export interface VariantRun {
-  scenario: string;
-  variant: string;
-  sessions: number;
-  rows: TelemetryRow[];
-  /** Rows that fall inside the ramp (the rest are the drain). */
-  rampRows: number;
-  offered: number;
-  issued: number;
-  processed: number;
-  failed: number;
-  failures: Record<FailureReason, number>;
-  latency: LatencySummary;
-  rttMs: number | null;
-  openMs: number;
-  durationMs: number;
-  /** File descriptors the client process held with every session open (null when not measured). */
-  fds?: number | null;
-  /** The first distinct error messages of failed queries (reason 'error'). */
-  errors?: string[];
-  /** Facts about the path (loss method, packets dropped...). */
-  info?: Record<string, string | number | null>;
+  readonly scenario: ScenarioName;
+  readonly variant: string;
+  readonly round: number;
+  readonly result: ClientResult;
+  /** One row per second of the load and its drain (the CSV). */
+  readonly rows: readonly TelemetryRow[];
+  /** Rows of the load itself (the rest are the drain). */
+  readonly loadRows: number;
+  /** Closed loop: the step of each row. */
+  readonly rowSteps: readonly number[];
+  /** The constant-rate probe's rows (not in the CSV). */
+  readonly probeRows: readonly TelemetryRow[];
+  readonly path: PathFacts;
+  /** The daemon's open file descriptors with every session open (null: no daemon). */
+  readonly poolerFds: number | null;
+}
+
+/** A figure over the rounds: median, the spread, every round's value. */
+export interface RoundStat {
+  readonly median: number | null;
+  readonly min: number | null;
+  readonly max: number | null;
+  readonly values: readonly (number | null)[];
 }
 
 export type ScenarioResult =
   | {
-      kind: 'load';
-      name: string;
-      title: string;
-      description: string;
-      ramp: Ramp;
-      runs: VariantRun[];
-      /** Scenario-specific figures (e.g. last-5-s rates, Little's-law bound), also in the JSON. */
-      extra?: Record<string, number | string | boolean | null>;
-      /** Plain-language findings and caveats shown in the report. */
-      notes?: string[];
+      readonly kind: 'ran';
+      readonly plan: ScenarioPlan;
+      /** rounds[r][v]: round r, variant in plan order. */
+      readonly rounds: readonly (readonly VariantRun[])[];
+      /** The scenario's own figures, per round and over the rounds. */
+      readonly figures: Readonly<Record<string, RoundStat>>;
+      /** Figures that decide the answer; flagged when their rounds differ by more than 15%. */
+      readonly keyFigures: readonly string[];
+      readonly unstable: readonly string[];
+      /** The round whose first key figure is the median (its rows are drawn). */
+      readonly shownRound: number;
+      /** One sentence from the figures: the scenario's answer. */
+      readonly answer: string;
+      readonly notes: readonly string[];
     }
-  | {
-      kind: 'lan';
-      name: string;
-      title: string;
-      description: string;
-      /** Our load generator, closed loop, queries/s per target. */
-      tps: Record<string, number | null>;
-      /** pgbench with the workload query, per target (null when pgbench is missing). */
-      pgbench: Record<string, number | null> | null;
-      runs: VariantRun[];
-      notes: string[];
-    }
-  | {
-      kind: 'capacity';
-      name: string;
-      title: string;
-      description: string;
-      qps: number;
-      bestSessions: number;
-      steps: Array<{ sessions: number; qps: number; failed: number }>;
-      runs: VariantRun[];
-    }
-  | { kind: 'unavailable'; name: string; title: string; needs: string };
-
-export interface Scenario {
-  name: string;
-  title: string;
-  run(ctx: ScenarioContext): Promise<ScenarioResult>;
-}
+  | { readonly kind: 'unavailable'; readonly name: ScenarioName; readonly title: string; readonly needs: string }
+  /** A run that broke (a process failed to start or died): the other scenarios still run. */
+  | { readonly kind: 'failed'; readonly name: ScenarioName; readonly title: string; readonly error: string };

@@ -1,33 +1,36 @@
 // What the soak runs against, all on loopback: its own throwaway Postgres, a login role for the
-// load (so pg_stat_activity counts exactly the pooler's backends), the pooler in this process on
-// TCP and QUIC, and the WAN emulator in front of each (one-way delay, optional UDP loss).
+// load (so pg_stat_activity counts exactly the pooler's backends), the real quicpool daemon on
+// TCP and QUIC, and the WAN relay in front of each (one-way delay, optional UDP loss). The
+// daemon's own counts (client sessions, open QUIC streams) come from its admin console.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres } from '@quicpool/pg-fixture';
 import type { PostgresServer } from '@quicpool/pg-fixture';
-import { createPooler } from '@quicpool/pooler';
-import type { Pooler } from '@quicpool/pooler';
-import { generateDevCertificates, listenTcp, QuicListener } from '@quicpool/transport';
-import { startWanEmulator } from '../wan/index.js';
-import type { WanEmulator } from '../wan/index.js';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import { readProcSample } from '../telemetry/proc.js';
+import { startWanEmulator } from '../wan/emulator.js';
+import type { WanEmulator } from '../wan/emulator.js';
 
 export const SOAK_ROLE = 'soak_load';
 export const SOAK_TABLE = 'soak_rows';
-/** The pooler's QUIC idle timeout: bounds how long a dropped connection's sessions linger. */
+/** The daemon's QUIC idle timeout: bounds how long a dropped connection's sessions linger. */
 export const QUIC_IDLE_MS = 5_000;
 
 export interface SoakStack {
   readonly pg: PostgresServer;
-  readonly pooler: Pooler;
-  readonly quic: QuicListener;
-  /** In front of the pooler's TCP port. */
+  /** In front of the daemon's TCP port. */
   readonly wanTcp: WanEmulator;
-  /** In front of the pooler's QUIC port (UDP loss applies here). */
+  /** In front of its QUIC port (UDP loss applies here). */
   readonly wanUdp: WanEmulator;
   readonly login: { readonly user: string; readonly password: string; readonly database: string };
   readonly caPem: string;
   /** A direct superuser connection (no pooler, no WAN) for counting and killing backends. */
   readonly monitor: pg.Client;
+  /** The daemon's client sessions (SHOW CLIENTS, this console's own session not counted), open QUIC streams (SHOW QUIC) and RSS. */
+  daemonCounts(): Promise<{ clients: number; streams: number; rssBytes: number }>;
   close(): Promise<void>;
 }
 
@@ -40,31 +43,38 @@ export async function startSoakStack(o: { poolSize: number; delayMs: number; los
   await monitor.query(`create role ${SOAK_ROLE} login password '${password}'`);
   await monitor.query(`create table ${SOAK_TABLE} (worker int not null, n int not null, who text not null)`);
   await monitor.query(`grant all on table ${SOAK_TABLE} to ${SOAK_ROLE}`);
-
-  const certs = await generateDevCertificates({ names: ['localhost'] });
-  const pooler = createPooler({
-    server: { host: server.info.host, port: server.info.port },
+  const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-soak-'));
+  const daemon = await startDaemon({
+    listenHost: '127.0.0.1',
+    upstream: { host: server.info.host, port: server.info.port },
     users: { [SOAK_ROLE]: { password } },
-    pool: { poolSize: o.poolSize, queryWaitTimeoutMs: 20_000 },
+    adminUsers: [SOAK_ROLE],
+    poolSize: o.poolSize,
+    stateDir,
+    settings: { quic: { idle_timeout_ms: QUIC_IDLE_MS }, pool: { query_wait_timeout_ms: 20_000 } },
   });
-  const tcp = await listenTcp({ host: '127.0.0.1', port: 0 });
-  const quic = await QuicListener.listen({ cert: certs.certPem, key: certs.keyPem, host: '127.0.0.1', port: 0, idleTimeoutMs: QUIC_IDLE_MS });
-  pooler.listen(tcp);
-  pooler.listen(quic);
-  // One emulator per protocol (the pooler's TCP and UDP ports differ), same delay both ways.
-  const wanTcp = await startWanEmulator({ protocol: 'tcp', targetHost: '127.0.0.1', targetPort: tcp.address().port, delayMs: o.delayMs });
-  const wanUdp = await startWanEmulator({
-    protocol: 'udp', targetHost: '127.0.0.1', targetPort: quic.address().port, delayMs: o.delayMs, lossRate: o.loss, udpIdleMs: 60_000,
-  });
+  const admin = new pg.Client({ host: '127.0.0.1', port: daemon.tcpPort, user: SOAK_ROLE, password, database: 'quicpool' });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  // One relay per protocol (the daemon's TCP and UDP ports differ), same delay both ways.
+  const wanTcp = await startWanEmulator({ protocol: 'tcp', targetHost: '127.0.0.1', targetPort: daemon.tcpPort, delayMs: o.delayMs });
+  const wanUdp = await startWanEmulator({ protocol: 'udp', targetHost: '127.0.0.1', targetPort: quicPortOf(daemon), delayMs: o.delayMs, lossRate: o.loss, udpIdleMs: 60_000 });
   return {
-    pg: server, pooler, quic, wanTcp, wanUdp, caPem: certs.caPem, monitor,
+    pg: server, wanTcp, wanUdp, caPem: daemon.caPem, monitor,
     login: { user: SOAK_ROLE, password, database: server.info.database },
+    daemonCounts: async () => {
+      const clients = await admin.query('SHOW CLIENTS');
+      const quic = await admin.query<{ streams: string | number }>('SHOW QUIC');
+      return { clients: Math.max(0, clients.rows.length - 1), streams: quic.rows.reduce((n, r) => n + Number(r.streams), 0), rssBytes: readProcSample(daemon.pid)?.rssBytes ?? 0 };
+    },
     close: async () => {
       await wanTcp.close();
       await wanUdp.close();
-      await pooler.close({ graceful: false });
+      await admin.end().catch(() => undefined);
+      await daemon.stop();
       await monitor.end().catch(() => undefined);
       await server.stop();
+      rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }

@@ -6,9 +6,11 @@ describe('telemetry CSV', () => {
   it('has exactly the original columns first, then ours', () => {
     expect(csvHeader()).toBe(
       'timestamp_ms,active_number_of_queries,failed_number_of_queries,number_of_queries_processed,average_query_time_us,cpu_milliseconds,memory_bytes,' +
-        'p50_us,p99_us,max_us,offered_per_sec,pooler_cpu_milliseconds,pooler_rss_bytes,rtt_ms',
+        'p50_us,p99_us,max_us,offered_per_sec,pooler_cpu_milliseconds,pooler_rss_bytes,rtt_ms,' +
+        'forwarder_cpu_milliseconds,postgres_cpu_milliseconds,other_cpu_milliseconds,' +
+        'client_cpu_us_per_query,forwarder_cpu_us_per_query,pooler_cpu_us_per_query,postgres_cpu_us_per_query',
     );
-    expect(CSV_COLUMNS).toHaveLength(14);
+    expect(CSV_COLUMNS).toHaveLength(21);
   });
 
   it('writes null as an empty cell and round-trips', () => {
@@ -27,9 +29,16 @@ describe('telemetry CSV', () => {
       pooler_cpu_milliseconds: null,
       pooler_rss_bytes: null,
       rtt_ms: 30.25,
+      forwarder_cpu_milliseconds: 12,
+      postgres_cpu_milliseconds: 30,
+      other_cpu_milliseconds: null,
+      client_cpu_us_per_query: 333.333,
+      forwarder_cpu_us_per_query: 100,
+      pooler_cpu_us_per_query: null,
+      postgres_cpu_us_per_query: 250,
     };
     const text = toCsv([row]);
-    expect(text.split('\n')[1]).toBe('1700000000000,3,0,120,1500,40,80000000,1200,5000,6000,121,,,30.250');
+    expect(text.split('\n')[1]).toBe('1700000000000,3,0,120,1500,40,80000000,1200,5000,6000,121,,,30.250,12,30,,333.333,100,,250');
     const parsed = parseCsv(text);
     expect(parsed.header).toEqual([...CSV_COLUMNS]);
     expect(parsed.rows[0]).toEqual({ ...row, rtt_ms: 30.25 });

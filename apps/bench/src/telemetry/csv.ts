@@ -19,6 +19,25 @@ export const EXTRA_COLUMNS = [
   'pooler_cpu_milliseconds',
   'pooler_rss_bytes',
   'rtt_ms',
+  // CPU of the other processes of the set-up in the same interval (/proc; 1000 = one core):
+  // the packet forwarder (or relay), every process of the Postgres server, and the rest of the
+  // machine (the bench's own parent process, anything else running).
+  'forwarder_cpu_milliseconds',
+  'postgres_cpu_milliseconds',
+  'other_cpu_milliseconds',
+  // Each process's CPU per query answered in the interval (µs).
+  'client_cpu_us_per_query',
+  'forwarder_cpu_us_per_query',
+  'pooler_cpu_us_per_query',
+  'postgres_cpu_us_per_query',
+] as const;
+
+/** The per-process CPU columns, in the order reports list them. */
+export const PROCESS_CPU = [
+  { process: 'client', ms: 'cpu_milliseconds', us: 'client_cpu_us_per_query' },
+  { process: 'forwarder', ms: 'forwarder_cpu_milliseconds', us: 'forwarder_cpu_us_per_query' },
+  { process: 'pooler', ms: 'pooler_cpu_milliseconds', us: 'pooler_cpu_us_per_query' },
+  { process: 'postgres', ms: 'postgres_cpu_milliseconds', us: 'postgres_cpu_us_per_query' },
 ] as const;
 
 export const CSV_COLUMNS = [...ORIGINAL_COLUMNS, ...EXTRA_COLUMNS] as const;

@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { ProcDeltaReader, parseStatCpuTicks, parseStatState, parseStatusRssBytes, readProcSample } from './proc.js';
+import { childPids, ProcessCpu } from './process-cpu.js';
+import { parseStatCpuTicks, parseStatState, parseStatusRssBytes, readProcSample } from './proc.js';
 
 describe('/proc reader', () => {
   it('parses utime+stime after a command name with spaces and parentheses', () => {
@@ -28,13 +30,24 @@ describe('/proc reader', () => {
     const cpu = process.cpuUsage();
     // /proc counts whole ticks (10 ms), Node microseconds: equal within a few ticks.
     expect(Math.abs(sample!.cpuMs - (cpu.user + cpu.system) / 1000)).toBeLessThan(200);
-    const reader = new ProcDeltaReader(process.pid);
-    const delta = reader.next();
-    expect(delta!.cpuMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it.runIf(process.platform === 'linux')('gives per-interval CPU of the set-up\'s processes, a postmaster\'s children summed', async () => {
+    const child = spawn(process.execPath, ['-e', 'const end = Date.now() + 300; while (Date.now() < end);']);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(childPids(process.pid)).toContain(child.pid);
+    // This process stands in for a postmaster: its child's spin is summed into "postgres".
+    const cpu = new ProcessCpu({ forwarder: process.pid, pooler: null, postgres: process.pid });
+    await new Promise((r) => child.once('exit', r));
+    const d = cpu.next();
+    expect(d.forwarderMs).toBeGreaterThanOrEqual(0);
+    expect(d.poolerMs).toBeNull();
+    expect(d.postgresMs).toBeGreaterThanOrEqual(0);
+    expect(d.machineMs).toBeGreaterThanOrEqual(0);
   });
 
   it('returns null for a process that does not exist', () => {
     expect(readProcSample(2 ** 22 + 12345)).toBeNull();
-    expect(new ProcDeltaReader(2 ** 22 + 12345).next()).toBeNull();
+    expect(new ProcessCpu({ forwarder: 2 ** 22 + 12345, pooler: null, postgres: null }).next().forwarderMs).toBeNull();
   });
 });

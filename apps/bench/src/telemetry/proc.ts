@@ -1,5 +1,5 @@
 // Reads a process's CPU time and resident memory from /proc, the way the original benchmark did,
-// so the pooler (a separate process) can be measured from the load generator. Linux only: on other
+// so the set-up's other processes (pooler, forwarder, Postgres) can be measured from outside. Linux only: on other
 // systems (or when the process is gone) the readers return null and the CSV columns stay empty.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -68,23 +68,5 @@ export function readProcSample(pid: number): ProcSample | null {
     return { cpuMs: (ticks * 1000) / clockTicksPerSecond(), rssBytes: rss };
   } catch {
     return null;
-  }
-}
-
-/** Turns successive samples of one process into per-interval CPU deltas. */
-export class ProcDeltaReader {
-  private last: ProcSample | null;
-
-  constructor(readonly pid: number) {
-    this.last = readProcSample(pid);
-  }
-
-  /** CPU milliseconds since the previous call, and the current RSS; null when unreadable. */
-  next(): { cpuMs: number; rssBytes: number } | null {
-    const now = readProcSample(this.pid);
-    if (now === null) return null;
-    const previous = this.last ?? now;
-    this.last = now;
-    return { cpuMs: Math.max(0, now.cpuMs - previous.cpuMs), rssBytes: now.rssBytes };
   }
 }

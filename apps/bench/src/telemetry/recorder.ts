@@ -1,10 +1,11 @@
 // Counts what the load generator does (issued, answered, failed, latency) and turns it into one
 // telemetry row per interval with the original benchmark's semantics: "active" is issued and not
 // yet answered (including the client-side backlog), "processed" and "failed" are per interval, CPU
-// is the client process's utime+stime delta and memory its RSS.
+// is the client process's utime+stime delta and memory its RSS. The other processes' columns
+// (pooler, forwarder, Postgres) are left empty here: the bench's parent process fills them from
+// /proc, so that reading them costs the client nothing.
 import { Histogram } from './histogram.js';
 import type { TelemetryRow } from './csv.js';
-import { ProcDeltaReader } from './proc.js';
 
 export type FailureReason = 'queue-full' | 'timeout' | 'error' | 'closed';
 
@@ -83,34 +84,27 @@ export class LoadRecorder {
 
 export interface SamplerOptions {
   recorder: LoadRecorder;
-  /** The pooler's process id when there is one; its columns stay empty otherwise. */
-  poolerPid?: number | null;
-  /** The RTT measured on the client's path (ms), or null when there is no emulated WAN. */
-  rttMs?: () => number | null;
   /** Default 1000 ms, as the original. */
   intervalMs?: number;
-  /** Called with each row as it is produced (progress display). */
+  /** Called with each row as it is produced. */
   onRow?: (row: TelemetryRow, index: number) => void;
   /** Wall clock for the timestamp column. Default Date.now. */
   now?: () => number;
 }
 
-/** Produces one row per interval from a recorder plus process statistics. */
+/** Produces one row per interval from a recorder and this process's CPU and RSS. */
 export class TelemetrySampler {
   readonly rows: TelemetryRow[] = [];
   private timer: NodeJS.Timeout | null = null;
   private lastCpu: NodeJS.CpuUsage = process.cpuUsage();
   private lastAt: number;
-  private readonly pooler: ProcDeltaReader | null;
   private readonly now: () => number;
   private readonly intervalMs: number;
-  private waiters: Array<() => void> = [];
 
   constructor(private readonly options: SamplerOptions) {
     this.now = options.now ?? Date.now;
     this.intervalMs = options.intervalMs ?? 1000;
     this.lastAt = this.now();
-    this.pooler = options.poolerPid === undefined || options.poolerPid === null ? null : new ProcDeltaReader(options.poolerPid);
   }
 
   start(): void {
@@ -128,7 +122,6 @@ export class TelemetrySampler {
     const cpu = { user: cpuNow.user - this.lastCpu.user, system: cpuNow.system - this.lastCpu.system };
     this.lastCpu = cpuNow;
     const interval = this.options.recorder.takeInterval();
-    const pooler = this.pooler?.next() ?? null;
     const row: TelemetryRow = {
       timestamp_ms: at,
       active_number_of_queries: this.options.recorder.active,
@@ -142,30 +135,24 @@ export class TelemetrySampler {
       max_us: interval.maxUs,
       // Issued per second over this interval: what the schedule offered, for the x-axis of overload.
       offered_per_sec: Math.round(interval.issued / seconds),
-      pooler_cpu_milliseconds: pooler === null ? null : Math.round(pooler.cpuMs),
-      pooler_rss_bytes: pooler === null ? null : pooler.rssBytes,
-      rtt_ms: this.options.rttMs?.() ?? null,
+      pooler_cpu_milliseconds: null,
+      pooler_rss_bytes: null,
+      rtt_ms: null,
+      forwarder_cpu_milliseconds: null,
+      postgres_cpu_milliseconds: null,
+      other_cpu_milliseconds: null,
+      client_cpu_us_per_query: null,
+      forwarder_cpu_us_per_query: null,
+      pooler_cpu_us_per_query: null,
+      postgres_cpu_us_per_query: null,
     };
     this.rows.push(row);
     this.options.onRow?.(row, this.rows.length - 1);
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
     return row;
-  }
-
-  /** Stops at the next scheduled sample, so the last row covers a full interval like every other. */
-  async stopAtNextSample(): Promise<TelemetryRow[]> {
-    if (this.timer !== null) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    this.stop();
-    return this.rows;
   }
 
   stop(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
   }
 }

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { SessionStream } from '@quicpool/transport';
 import { QuicDialer, QuicListener, QuicTicketStore, generateDevCertificates } from '@quicpool/transport';
-import { startWanEmulator } from '../wan/index.js';
+import { startWanEmulator } from '../wan/emulator.js';
 
 export interface FirstResponseResult {
   configuredOneWayMs: number;

@@ -4,7 +4,7 @@ import { seededRandom } from '@quicpool/pg-fixture';
 import { DelayLine } from './delay-line.js';
 
 describe('DelayLine', () => {
-  it('releases items in order, each about delayMs after it went in', async () => {
+  it('releases items in order, each no earlier than delayMs after it went in', async () => {
     const released: Array<{ id: number; late: number }> = [];
     const line = new DelayLine<{ id: number; at: number }>({ delayMs: 10, maxItems: 1000, maxBytes: 1 << 20 }, (item) =>
       released.push({ id: item.id, late: performance.now() - item.at - 10 }),
@@ -17,9 +17,9 @@ describe('DelayLine', () => {
     for (let waited = 0; released.length < 50 && waited < 2000; waited += 10) await new Promise((r) => setTimeout(r, 10));
     expect(released.map((r) => r.id)).toEqual(Array.from({ length: 50 }, (_, i) => i));
     const lateness = released.map((r) => r.late).sort((a, b) => a - b);
-    // Never early by more than the release tolerance. How late is a matter of machine load, which
-    // the benchmarks measure and report; here only a loose bound that catches a broken timer.
-    expect(lateness[0]).toBeGreaterThan(-0.5);
+    // Never early (an invariant: an early emulator is a bug). How late is a matter of machine
+    // load, which the benchmarks measure and report; here only a loose bound that catches a broken timer.
+    expect(lateness[0]).toBeGreaterThanOrEqual(0);
     expect(lateness[25]).toBeLessThan(25);
     expect(line.stats().passed).toBe(50);
     expect(line.stats().queued).toBe(0);

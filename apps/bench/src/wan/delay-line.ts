@@ -2,8 +2,9 @@
 // The delay is the same for every item, so FIFO order is due-time order and ONE timer, aimed at
 // the head, serves the whole queue (a timer per packet costs more than the relaying itself).
 // Node timers fire 0.4-0.8 ms late (1 ms libuv granularity plus event-loop work); the line measures
-// its own lateness and aims that much early, then releases everything due within a small
-// tolerance, so the delay achieved stays close to the one configured.
+// its own lateness and aims that much early, but never releases an item before it is due: the
+// last fraction of a millisecond is waited out turn by turn (setImmediate), so the delay is a
+// lower bound (an early emulator would understate the RTT and flatter whatever runs over it).
 import { performance } from 'node:perf_hooks';
 
 export interface DelayLineOptions {
@@ -27,8 +28,8 @@ export interface DelayLineStats {
   meanReleaseErrorMs: number;
 }
 
-/** Release items due within this many ms of now: waiting for a later timer would be later still. */
-const RELEASE_TOLERANCE_MS = 0.3;
+/** Below this wait a timer (1 ms granularity) would overshoot: wait turn by turn instead. */
+const SPIN_BELOW_MS = 1;
 /** Weight of a new lateness sample in the moving average. */
 const LATENESS_ALPHA = 0.1;
 
@@ -46,7 +47,7 @@ export class DelayLine<T> implements Sink<T> {
   private sizes: number[] = [];
   private head = 0;
   private bytes = 0;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: { kind: 'timeout'; handle: NodeJS.Timeout } | { kind: 'immediate'; handle: NodeJS.Immediate } | null = null;
   private timerTarget = 0;
   private lateness = 0.5; // ms, the TOOLCHAIN-measured typical value until we measure our own
   private closed = false;
@@ -85,8 +86,7 @@ export class DelayLine<T> implements Sink<T> {
   /** Drops everything queued and stops the timer; later pushes are refused. */
   close(): void {
     this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelTimer();
     this.items = [];
     this.due = [];
     this.sizes = [];
@@ -108,25 +108,37 @@ export class DelayLine<T> implements Sink<T> {
     };
   }
 
+  private cancelTimer(): void {
+    const t = this.timer;
+    this.timer = null;
+    if (t === null) return;
+    if (t.kind === 'timeout') clearTimeout(t.handle);
+    else clearImmediate(t.handle);
+  }
+
   private arm(): void {
     const headDue = this.due[this.head];
     if (headDue === undefined) return;
-    this.timerTarget = headDue - this.lateness;
-    const wait = Math.max(0, this.timerTarget - performance.now());
-    this.timer = setTimeout(this.onTimer, wait);
+    const now = performance.now();
+    if (headDue - now < SPIN_BELOW_MS + this.lateness) {
+      this.timerTarget = now;
+      this.timer = { kind: 'immediate', handle: setImmediate(this.onTimer) };
+      return;
+    }
+    this.timerTarget = headDue - this.lateness - SPIN_BELOW_MS / 2;
+    this.timer = { kind: 'timeout', handle: setTimeout(this.onTimer, Math.max(0, this.timerTarget - now)) };
   }
 
   private readonly onTimer = (): void => {
+    const wasTimeout = this.timer?.kind === 'timeout';
     this.timer = null;
     const now = performance.now();
-    // Learn how late this timer was relative to what we asked for (never negative: early
-    // firing is libuv rounding, not a reason to aim later).
-    const late = Math.max(0, now - this.timerTarget);
-    this.lateness += LATENESS_ALPHA * (Math.min(late, 5) - this.lateness);
-    const limit = now + RELEASE_TOLERANCE_MS;
+    // Learn how late a timer was relative to what we asked for (never negative: early firing is
+    // libuv rounding, not a reason to aim later). Turn-by-turn waits teach nothing.
+    if (wasTimeout) this.lateness += LATENESS_ALPHA * (Math.min(Math.max(0, now - this.timerTarget), 5) - this.lateness);
     while (this.head < this.items.length) {
       const due = this.due[this.head] as number;
-      if (due > limit) break;
+      if (due > now) break;
       const item = this.items[this.head] as T;
       const size = this.sizes[this.head] as number;
       this.head++;

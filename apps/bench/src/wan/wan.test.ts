@@ -4,8 +4,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WanEmulator } from './index.js';
-import { startWanEmulator, summarize } from './index.js';
+import type { WanEmulator } from './emulator.js';
+import { startWanEmulator, summarize } from './emulator.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -60,7 +60,8 @@ const SLACK_MS = 25;
 describe('WAN emulator', () => {
   it('adds 2 x delay to a TCP round trip, and measures it itself', async () => {
     const wan = await emulator({ targetHost: '127.0.0.1', targetPort: await tcpEcho(), protocol: 'tcp', delayMs: 10 });
-    expect(wan.stats().measuredRtt?.medianMs).toBeGreaterThanOrEqual(20 - 2);
+    // Its own probe never comes back early: min, not only median, is at least the configured RTT.
+    expect(wan.stats().measuredRtt?.minMs).toBeGreaterThanOrEqual(20);
     expect(wan.stats().measuredRtt?.medianMs).toBeLessThanOrEqual(20 + SLACK_MS);
     const socket = await connect(wan.port);
     const times: number[] = [];
@@ -72,7 +73,7 @@ describe('WAN emulator', () => {
       times.push(performance.now() - start);
     }
     const rtt = summarize(times);
-    expect(rtt.minMs).toBeGreaterThanOrEqual(20 - 2);
+    expect(rtt.minMs).toBeGreaterThanOrEqual(20);
     expect(rtt.medianMs).toBeLessThanOrEqual(20 + SLACK_MS);
   });
 
@@ -90,7 +91,7 @@ describe('WAN emulator', () => {
       await once(client, 'message');
       times.push(performance.now() - start);
     }
-    expect(summarize(times).minMs).toBeGreaterThanOrEqual(30 - 2);
+    expect(summarize(times).minMs).toBeGreaterThanOrEqual(30);
     expect(summarize(times).medianMs).toBeLessThanOrEqual(30 + SLACK_MS);
   });
 

@@ -2,8 +2,8 @@
 // namespace, a sink in the other that reports which numbers never came), and a TCP connection
 // moving a given number of random bytes each way, each side hashing what it sent and received.
 // Each program runs inside a namespace through startNodeInNamespace (plain JavaScript source).
-import type { NamespacedNode } from './node-in-namespace.js';
-import { startNodeInNamespace } from './node-in-namespace.js';
+import type { NamespacedNode } from '../src/netpath/node-in-namespace.js';
+import { startNodeInNamespace } from '../src/netpath/node-in-namespace.js';
 
 // Counts datagrams numbered 0..count-1; on SIGTERM reports how many came and which never did.
 const SINK_SOURCE = `
@@ -136,7 +136,7 @@ async function stopAll(nodes: readonly NamespacedNode[]): Promise<void> {
  */
 export async function sendNumberedDatagrams(
   fromNs: string,
-  toNs: string,
+  toNs: string | null,
   toIp: string,
   count: number,
   ratePerSec: number,
@@ -166,7 +166,7 @@ function tcpSide(value: unknown, what: string): TcpSideResult {
 }
 
 /** One TCP connection from `clientNs` to `serverIp` in `serverNs`, `bytes` each way at once. */
-export async function exchangeTcp(clientNs: string, serverNs: string, serverIp: string, bytes: number): Promise<{ client: TcpSideResult; server: TcpSideResult }> {
+export async function exchangeTcp(clientNs: string, serverNs: string | null, serverIp: string, bytes: number): Promise<{ client: TcpSideResult; server: TcpSideResult }> {
   const server = await startNodeInNamespace(serverNs, 'the TCP server', TCP_SOURCE, ['listen', serverIp, 0, bytes]);
   const started: NamespacedNode[] = [server];
   try {

@@ -1,0 +1,146 @@
+// A whole benchmark run: choose the path (packet-level as root, else the relay, and say why),
+// find the Postgres and its postmaster, measure the stack's capacity when a WAN scenario needs
+// the scale, run every scenario R rounds, write the report. `pnpm bench` and the tests both run
+// this; every process it starts is stopped before it returns or throws.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CongestionControl } from '../netpath/netpath.js';
+import { packetPathUnavailableReason } from '../netpath/netpath.js';
+import type { SetupFacts } from '../report/html.js';
+import { describeMachine } from '../report/machine.js';
+import type { WrittenReport } from '../report/write.js';
+import { writeReport } from '../report/write.js';
+import type { PgTarget } from '../stack/postgres.js';
+import { postmasterPid } from '../stack/postgres.js';
+import type { PathMode } from '../stack/wan-path.js';
+import type { BenchSettings, Scale } from './plans.js';
+import { planFor, scaleFromCapacity, seedScale } from './plans.js';
+import type { BenchContext } from './run-variant.js';
+import { runScenario } from './run-scenario.js';
+import type { PhasedRow, ScenarioName, ScenarioPlan, ScenarioResult, VariantPlan } from './types.js';
+
+export interface BenchOptions extends BenchSettings {
+  readonly scenarios: readonly ScenarioName[];
+  readonly rounds: number;
+  /** Skip the capacity measurement and peak every WAN ramp here (q/s). */
+  readonly peak: number | null;
+  readonly path: 'auto' | PathMode;
+  readonly congestionControl: CongestionControl;
+  readonly seed: number;
+  readonly out: string | null;
+  readonly png: boolean;
+  readonly command: string;
+}
+
+export interface BenchIo {
+  readonly pg: PgTarget;
+  readonly script: string;
+  readonly wanScript: string;
+  readonly log: (line: string) => void;
+  readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
+}
+
+export interface BenchOutcome {
+  readonly results: readonly ScenarioResult[];
+  readonly scale: Scale;
+  readonly setup: SetupFacts;
+  readonly report: WrittenReport;
+}
+
+const WAN: readonly ScenarioName[] = ['original', 'sockets', 'fair', 'loss'];
+
+/** A sysctl of the host (the bench's own namespace), or '?'. */
+function hostSysctl(key: string): string {
+  try {
+    return readFileSync(`/proc/sys/${key}`, 'utf8').trim();
+  } catch {
+    return '?';
+  }
+}
+
+function congestionFacts(mode: PathMode, cc: CongestionControl): SetupFacts['congestion'] {
+  const host = hostSysctl('net/ipv4/tcp_congestion_control');
+  // A new namespace starts from the host's default; the path sets it to cc when the allowed list has it.
+  const nsDefault = hostSysctl('net/ipv4/tcp_allowed_congestion_control').split(/\s+/).includes(cc) ? cc : host;
+  const quic = cc === 'cubic' ? 'cubic on both sides (quiche\'s default in the daemon; set on the client to match)' : `${cc} on the client, but cubic in the daemon (it has no setting for quiche's congestion control): the sides differ`;
+  const tcp =
+    mode === 'packet'
+      ? `${cc} on both sides (set on each side's route to the other: ip route ... congctl; net.ipv4.tcp_congestion_control is ${nsDefault} in the client namespace, ${host} on the host)`
+      : `the host's default, ${host}, on each loopback leg (the relay terminates TCP)`;
+  const tcpPaces = cc === 'bbr' ? 'Linux TCP paces (bbr)' : `Linux TCP does not pace with ${cc} (it paces with bbr or the fq qdisc, which this kernel lacks)`;
+  return { tcp, quic, pacing: `${tcpPaces}; QUIC never paces: the quiche binding gives no send time JS could use (SendInfo.at is opaque).` };
+}
+
+function scaleText(scale: Scale): string {
+  switch (scale.source) {
+    case 'seed':
+      return 'Load unscaled (--seed-scale): the original benchmark\'s 500 TCP sessions, 50 x 40 QUIC streams and 100 -> 5,000 q/s.';
+    case 'given':
+      return `Load scaled to a given peak of ${scale.peak} q/s (--peak).`;
+    case 'capacity':
+      return `Load scaled to the machine: the stack's capacity was ${scale.capacity?.tcp ?? '?'} q/s over TCP and ${scale.capacity?.quic ?? '?'} over QUIC (closed loop, no added delay); every WAN ramp peaks at 70% of the lower, ${scale.peak} q/s, and TCP's sessions put its Little's-law wall at half of that.`;
+    default: {
+      const never: never = scale.source;
+      throw new Error(`unknown scale ${String(never)}`);
+    }
+  }
+}
+
+export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutcome> {
+  const unavailable = packetPathUnavailableReason();
+  const mode: PathMode = o.path === 'auto' ? (unavailable === null ? 'packet' : 'relay') : o.path;
+  if (mode === 'packet' && unavailable !== null) throw new Error(`--path packet: ${unavailable}`);
+  const fallback = mode === 'relay' ? (unavailable ?? 'asked for with --path relay') : null;
+  if (fallback !== null) io.log(`WAN: the user-space relay, not the packet path: ${fallback}`);
+  const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-'));
+  try {
+    const ctx: BenchContext = {
+      pg: io.pg,
+      postgresPid: await postmasterPid(io.pg),
+      pathMode: mode,
+      script: io.script,
+      wanScript: io.wanScript,
+      stateDir: join(stateDir, 'daemon'),
+      congestionControl: o.congestionControl,
+      seed: o.seed,
+      log: io.log,
+      ...(io.onRow === undefined ? {} : { onRow: io.onRow }),
+    };
+    const results: ScenarioResult[] = [];
+    let scale: Scale = o.seedScale ? seedScale : { peak: o.peak ?? 0, source: 'given', capacity: null };
+    const needsScale = !o.seedScale && o.peak === null && o.scenarios.some((s) => WAN.includes(s));
+    if (needsScale || o.scenarios.includes('capacity')) {
+      const capacity = await runScenario(ctx, planFor('capacity', o, scale), o.rounds);
+      if (needsScale && capacity.kind === 'ran') {
+        const tcp = capacity.figures.tcpQps?.median ?? null;
+        const quic = capacity.figures.quicQps?.median ?? null;
+        if (tcp === null || quic === null || tcp <= 0 || quic <= 0) throw new Error('capacity measured nothing: the WAN scenarios cannot be scaled');
+        scale = scaleFromCapacity(Math.round(tcp), Math.round(quic));
+        io.log(`capacity: TCP ${Math.round(tcp)} q/s, QUIC ${Math.round(quic)} q/s: every WAN ramp peaks at ${scale.peak} q/s`);
+      }
+      results.push(capacity);
+    }
+    for (const name of o.scenarios) {
+      if (name === 'capacity') continue;
+      const plan = planFor(name, o, scale);
+      if (plan.wan !== null && plan.wan.lossRate > 0 && mode !== 'packet') {
+        results.push({ kind: 'unavailable', name, title: plan.title, needs: `the packet-level path for real loss of TCP segments (${fallback ?? ''})` });
+        continue;
+      }
+      try {
+        results.push(await runScenario(ctx, plan, o.rounds));
+      } catch (error) {
+        // One broken scenario must not cost the others (its processes are stopped by now).
+        const message = error instanceof Error ? error.message : String(error);
+        io.log(`${name} FAILED: ${message}`);
+        results.push({ kind: 'failed', name, title: plan.title, error: message.slice(0, 2_000) });
+      }
+    }
+    const setup: SetupFacts = { wanPath: mode, fallback, rttConfiguredMs: 2 * o.delayMs, congestion: congestionFacts(mode, o.congestionControl), scale: scaleText(scale), rounds: o.rounds };
+    const report = await writeReport({ results, machine: describeMachine(), setup, command: o.command, ...(o.out === null ? {} : { dir: o.out }), png: o.png });
+    return { results, scale, setup, report };
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,90 @@
+// A scenario run R rounds, its variants interleaved (each round runs every variant once, in
+// alternating order, so a slow drift of the shared machine hits all of them alike); every figure
+// is then the median over the rounds with its min and max, and a key figure whose rounds differ
+// by more than 15% of the median is flagged.
+import { cpuNotes } from './cpu-notes.js';
+import type { BenchContext } from './run-variant.js';
+import { runVariant } from './run-variant.js';
+import type { Figures } from './summaries.js';
+import { KEY_FIGURES, answerOf, summarize } from './summaries.js';
+import type { RoundStat, ScenarioPlan, ScenarioResult, VariantRun } from './types.js';
+
+/** Rounds of a key figure may differ by this share of their median before the scenario is flagged. */
+export const UNSTABLE_SPREAD = 0.15;
+
+export function median(values: readonly number[]): number | null {
+  const v = [...values].sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  const mid = v.length >> 1;
+  return v.length % 2 === 1 ? (v[mid] ?? null) : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
+}
+
+export function roundStat(values: readonly (number | null)[]): RoundStat {
+  const known = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  const m = median(known);
+  return { median: m === null ? null : Number(m.toFixed(4)), min: known.length === 0 ? null : Math.min(...known), max: known.length === 0 ? null : Math.max(...known), values };
+}
+
+export function unstable(stat: RoundStat): boolean {
+  if (stat.median === null || stat.min === null || stat.max === null || stat.median === 0) return false;
+  return (stat.max - stat.min) / Math.abs(stat.median) > UNSTABLE_SPREAD;
+}
+
+/** Every figure over the rounds. */
+export function overRounds(perRound: readonly Figures[]): Record<string, RoundStat> {
+  const keys = [...new Set(perRound.flatMap((f) => Object.keys(f)))];
+  return Object.fromEntries(keys.map((k) => [k, roundStat(perRound.map((f) => f[k] ?? null))]));
+}
+
+/** The round whose `key` is closest to its median (its rows are the ones drawn). */
+function medianRound(perRound: readonly Figures[], key: string | undefined, figures: Record<string, RoundStat>): number {
+  const target = key === undefined ? null : (figures[key]?.median ?? null);
+  let best = 0;
+  let gap = Infinity;
+  perRound.forEach((f, i) => {
+    const v = key === undefined ? null : (f[key] ?? null);
+    if (v === null || target === null || Math.abs(v - target) >= gap) return;
+    best = i;
+    gap = Math.abs(v - target);
+  });
+  return best;
+}
+
+export async function runScenario(ctx: BenchContext, plan: ScenarioPlan, rounds: number): Promise<ScenarioResult> {
+  const all: VariantRun[][] = [];
+  for (let round = 1; round <= rounds; round++) {
+    const order = round % 2 === 1 ? [...plan.variants] : [...plan.variants].reverse();
+    const runs = new Map<string, VariantRun>();
+    for (const variant of order) {
+      ctx.log(`${plan.name} round ${round}/${rounds}: ${variant.name} (${variant.label})`);
+      runs.set(variant.name, await runVariant(ctx, plan, variant, round));
+    }
+    // Stored in plan order, whatever order they ran in.
+    all.push(plan.variants.map((v) => runs.get(v.name)).filter((r): r is VariantRun => r !== undefined));
+  }
+  const perRound = all.map((runs) => summarize(plan, runs));
+  const figures = overRounds(perRound);
+  const keyFigures = KEY_FIGURES[plan.name];
+  const shownRound = medianRound(perRound, keyFigures[0], figures);
+  const flagged = keyFigures.filter((k) => {
+    const stat = figures[k];
+    return stat !== undefined && unstable(stat);
+  });
+  const shown = all[shownRound] ?? [];
+  const notes = [
+    ...(flagged.length > 0 ? [`Unstable: the rounds of ${flagged.join(', ')} differ by more than ${UNSTABLE_SPREAD * 100}% of their median (values per round in the table below).`] : []),
+    ...cpuNotes(shown),
+    ...pathNotes(shown),
+  ];
+  return { kind: 'ran', plan, rounds: all, figures, keyFigures, unstable: flagged, shownRound, answer: answerOf(plan, figures), notes };
+}
+
+function pathNotes(runs: readonly VariantRun[]): string[] {
+  return runs.flatMap((r) => {
+    const p = r.path;
+    if (p.mode === 'none') return [];
+    const drops = p.randomDrops === null ? '' : `, random drops ${p.randomDrops[0]} up / ${p.randomDrops[1]} down, queue drops ${p.queueDrops ?? 0}`;
+    const late = p.lateP99Us === null ? '' : `, forwarder release lateness p99 ${p.lateP99Us} µs (scheduling ${p.forwarderSched ?? '?'})`;
+    return [`${r.variant} path: RTT ${p.rttMs?.toFixed(2) ?? 'n/a'} ms (p99 ${p.rttP99Ms?.toFixed(2) ?? 'n/a'})${drops}${late}.`];
+  });
+}

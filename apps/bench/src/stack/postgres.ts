@@ -1,0 +1,55 @@
+// The Postgres the bench runs against: an embedded one it starts itself, or one given with --pg.
+// Its address as plain fields (the daemon's config and the clients need them), and its
+// postmaster's pid when it runs on this machine, so its processes' CPU can be read from /proc.
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+
+export interface PgTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+}
+
+/** A postgresql:// URL as fields (defaults as libpq's). */
+export function pgTargetOf(url: string): PgTarget {
+  const u = new URL(url);
+  const user = decodeURIComponent(u.username) || 'postgres';
+  return {
+    host: decodeURIComponent(u.hostname) || '127.0.0.1',
+    port: Number(u.port || 5432),
+    user,
+    password: decodeURIComponent(u.password),
+    database: decodeURIComponent(u.pathname.slice(1)) || user,
+  };
+}
+
+/** The parent pid (field 4) from the text of /proc/<pid>/stat. */
+export function parseStatParent(stat: string): number | null {
+  const close = stat.lastIndexOf(')');
+  const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+  return close < 0 || !Number.isInteger(ppid) ? null : ppid;
+}
+
+/**
+ * The postmaster's pid: the parent of a backend we connect to. Null when Postgres runs elsewhere
+ * (its backend's pid is not ours to read) or cannot be reached.
+ */
+export async function postmasterPid(target: PgTarget): Promise<number | null> {
+  const client = new pg.Client({ ...target });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const r = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const backend = r.rows[0]?.pid;
+    if (backend === undefined) return null;
+    const parent = parseStatParent(readFileSync(`/proc/${backend}/stat`, 'utf8'));
+    const comm = parent === null ? '' : readFileSync(`/proc/${parent}/comm`, 'utf8').trim();
+    return comm.startsWith('postgres') ? parent : null;
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
