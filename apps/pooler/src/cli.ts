@@ -113,9 +113,14 @@ async function checkConfig(argv: string[]): Promise<number> {
   const c = await loadConfig(file, { env: process.env });
   const upstream = c.get<string | null>('upstream.host');
   // What the engine checks too (auth methods and their secrets, pool limits against each other).
-  const [{ resolvePoolerConfig, ConfigError }, { engineErrorKey, toPoolerConfig }] = await Promise.all([import('@quicpool/pooler'), import('./config/to-pooler.js')]);
+  const [{ resolvePoolerConfig, ConfigError }, { engineErrorKey, toPoolerConfig }, { upstreamTls }] = await Promise.all([
+    import('@quicpool/pooler'),
+    import('./config/to-pooler.js'),
+    import('./config/upstream-tls.js'),
+  ]);
+  const tls = await upstreamTls(c, file);
   try {
-    resolvePoolerConfig(toPoolerConfig(c, { host: upstream ?? '127.0.0.1', port: c.get<number>('upstream.port') }, undefined));
+    resolvePoolerConfig(toPoolerConfig(c, { host: upstream ?? '127.0.0.1', port: c.get<number>('upstream.port'), ...(tls !== undefined ? { tls } : {}) }, undefined));
   } catch (e) {
     if (e instanceof ConfigError) throw new ConfigFileError(file, ...engineErrorKey(e.message));
     throw e;

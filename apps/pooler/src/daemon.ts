@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, createAdminCommands, createAdminServer, createPooler } from '@quicpool/pooler';
+import { adminDatabase, ConfigError, createAdminCommands, createPooler } from '@quicpool/pooler';
 import type { ClientEvent, Pooler, QuicListenerRow } from '@quicpool/pooler';
 import { listenTcp, QuicListener } from '@quicpool/transport';
 import type { SessionListener } from '@quicpool/transport';
@@ -14,6 +14,7 @@ import { ConfigFileError, loadConfig } from './config/load.js';
 import type { AppConfig, Overrides, UserSettings } from './config/load.js';
 import { applyLive, configRows, engineErrorKey, restartOnlyChanges, toPoolerConfig } from './config/to-pooler.js';
 import type { Upstream } from './config/to-pooler.js';
+import { upstreamTls } from './config/upstream-tls.js';
 import type { EmbeddedStart } from './embedded.js';
 import { EXIT } from './exit-codes.js';
 import { createLogger } from './logger.js';
@@ -27,7 +28,7 @@ import { createMetrics, serveMetrics } from './metrics.js';
  * transport, client address, database, user and the reason; never a password or secret.
  */
 function logClientEvent(log: Logger, e: ClientEvent): void {
-  const peer = e.info === undefined ? undefined : { transport: e.info.kind, addr: `${e.info.remoteAddress}:${e.info.remotePort}` };
+  const peer = { transport: e.info.kind, addr: `${e.info.remoteAddress}:${e.info.remotePort}` };
   switch (e.type) {
     case 'connected':
       return log.debug(peer, 'client connected');
@@ -92,7 +93,8 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     adminUsers.add(server.info.user);
     log.info({ dataDir: state.dataDir, port: server.info.port, version: server.info.serverVersion }, 'embedded PostgreSQL running');
   } else {
-    upstream = { host: upstreamHost, port: config.get<number>('upstream.port') };
+    const tls = await upstreamTls(config, file ?? '(defaults)');
+    upstream = { host: upstreamHost, port: config.get<number>('upstream.port'), ...(tls !== undefined ? { tls } : {}) };
   }
 
   const certFile = config.get<string | null>('tls.cert_file');
@@ -111,7 +113,7 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     if (e instanceof ConfigError) throw new ConfigFileError(file ?? '(defaults)', ...engineErrorKey(e.message));
     throw e;
   }
-  pooler.control.clientListeners.add((e) => logClientEvent(log, e));
+  pooler.events.client.add((e) => logClientEvent(log, e));
   const host = config.get<string>('listen.host');
   const listeners: { name: string; listener: SessionListener }[] = [];
   const quicListeners: { name: string; listener: QuicListener }[] = [];
@@ -144,8 +146,6 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     const restart = restartOnlyChanges(current, next);
     adminUsers = new Set(next.get<readonly string[]>('admin.users'));
     if (embedded !== undefined) for (const u of upstream.extraUsers?.keys() ?? []) adminUsers.add(u);
-    const route = pooler.control.adminRoute;
-    if (route !== undefined) pooler.control.adminRoute = { ...route, users: adminUsers };
     log.level = next.get<string>('log.level');
     current = applyLive(current, next);
     const note = restart.length === 0 ? 'everything applied' : `applied; these need a restart and keep their old value: ${restart.join(', ')}`;
@@ -156,19 +156,18 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     reload().catch((e: unknown) => log.error({ file, err: e instanceof Error ? e.message : String(e) }, 'reload failed, the old configuration stays'));
   };
 
-  const admin = await createAdminServer(
-    createAdminCommands({
-      pooler,
-      quic: quicRows,
-      config: () => configRows(current),
-      reload,
-      shutdown: () => void shutdown('SHUTDOWN'),
-      get pauseTimeoutMs() {
-        return current.get<number>('admin.pause_timeout_ms');
-      },
-    }),
-  );
-  pooler.control.adminRoute = { database: config.get<string>('admin.database'), host: admin.host, port: admin.port, password: admin.password, users: adminUsers };
+  // The admin console: a database served in process; admin users log in to it like any database.
+  const adminCommands = createAdminCommands({
+    pooler,
+    quic: quicRows,
+    config: () => configRows(current),
+    reload,
+    shutdown: () => void shutdown('SHUTDOWN'),
+    get pauseTimeoutMs() {
+      return current.get<number>('admin.pause_timeout_ms');
+    },
+  });
+  pooler.serveDatabase(config.get<string>('admin.database'), adminDatabase(adminCommands, () => adminUsers));
 
   const cleanup: (() => Promise<void>)[] = [];
   let forced = false;
@@ -188,7 +187,6 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
       .close({ graceful: !immediate, deadlineMs })
       .then(async () => {
         for (const c of cleanup) await c().catch(() => undefined);
-        await admin.close();
         await embedded?.stop();
         log.info('stopped');
         return forced ? EXIT.FORCED : EXIT.OK;

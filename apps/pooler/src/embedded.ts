@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { resolveRunAs, startPostgres, type PostgresServer } from '@quicpool/pg-fixture';
+import { resolveRunAs, startPostgres } from '@quicpool/postgres';
+import type { PostgresServer } from '@quicpool/postgres';
 
 export interface EmbeddedState {
   readonly stateDir: string;

@@ -14,7 +14,6 @@ export interface MetricsEndpoint {
 export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerRow[]): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'quicpool_' });
-  const control = pooler.control;
   const poolLabels = ['database', 'user'] as const;
 
   const poolGauge = (name: string, help: string, pick: (p: ReturnType<Pooler['stats']>['pools'][number]) => number): void => {
@@ -44,10 +43,10 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
     collect() {
       this.reset();
       const counts = new Map<string, { database: string; user: string; transport: string; n: number }>();
-      for (const c of control.clients()) {
-        const transport = control.clientFactsOf(c)?.info.kind ?? 'unknown';
-        const key = `${c.session.database}\0${c.session.user}\0${transport}`;
-        const e = counts.get(key) ?? { database: c.session.database, user: c.session.user, transport, n: 0 };
+      for (const c of pooler.view().clients) {
+        const transport = c.info.kind;
+        const key = `${c.database}\0${c.user}\0${transport}`;
+        const e = counts.get(key) ?? { database: c.database, user: c.user, transport, n: 0 };
         e.n++;
         counts.set(key, e);
       }
@@ -78,10 +77,10 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
     labelNames: ['stage', 'transport'],
     registers: [registry],
   });
-  control.clientListeners.add((e) => {
-    if (e.type === 'loginFailed' && e.sqlstate !== null) loginFailures.inc({ stage: e.stage, transport: e.info?.kind ?? 'unknown' });
+  pooler.events.client.add((e) => {
+    if (e.type === 'loginFailed' && e.sqlstate !== null) loginFailures.inc({ stage: e.stage, transport: e.info.kind });
   });
-  new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], collect() { this.set(control.paused ? 1 : 0); } });
+  new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], collect() { this.set(pooler.view().paused ? 1 : 0); } });
 
   // Per transaction the listener only appends two numbers to a preallocated buffer of its
   // (database, user, transport) — found through nested maps, no key string, no labels object.
@@ -147,7 +146,7 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
     registers: [registry],
     collect: flushAll,
   });
-  control.transactionListeners.add((e) => {
+  pooler.events.transaction.add((e) => {
     const buf = bufferOf(e.database, e.user, e.transport);
     const i = buf.n;
     buf.xactS[i] = e.xactMs / 1000;

@@ -1,11 +1,16 @@
 // The pooler: accepts client sessions from any number of listeners (TCP, TLS, QUIC, memory) and
-// serves them from pools of real server connections.
+// serves them from pools of real server connections. This file assembles the pieces (the core,
+// one driver per session, listeners) and owns the shutdown sequence.
 import type { SessionListener } from '@quicpool/transport';
 import { resolvePoolerConfig } from './config/pooler-config.js';
 import type { PoolerConfig, ResolvedPoolerConfig } from './config/pooler-config.js';
-import { PoolerCore } from './driver/pooler-core.js';
-import type { PoolerStats } from './driver/pooler-core.js';
-import type { PoolerControl } from './admin/control.js';
+import { realClock } from './core/clock.js';
+import type { Clock } from './core/clock.js';
+import { PoolerCore } from './core/pooler-core.js';
+import type { VirtualDatabase } from './core/pooler-core.js';
+import type { PoolerEvents, PoolerView } from './core/view.js';
+import { ClientConnection } from './driver/client-connection.js';
+import type { PoolStats } from './pool/pool.js';
 
 export interface CloseOptions {
   /** Let transactions in progress finish (up to deadlineMs) before closing their clients. Default true. */
@@ -14,14 +19,35 @@ export interface CloseOptions {
   readonly deadlineMs?: number;
 }
 
+/** Counts of a running pooler (cheap; `view()` has the rows). */
+export interface PoolerStats {
+  /** Client sessions open now (including those still in startup). */
+  readonly clients: number;
+  readonly clientsAcceptedTotal: number;
+  readonly clientsRefusedTotal: number;
+  readonly cancelRequestsTotal: number;
+  readonly cancelsForwardedTotal: number;
+  readonly pools: readonly (PoolStats & { readonly database: string; readonly user: string; readonly clients: number })[];
+}
+
 export interface Pooler {
   readonly config: ResolvedPoolerConfig;
   /** Serve the sessions of `listener` (any transport). The pooler closes it on close(). */
   listen(listener: SessionListener): void;
   close(options?: CloseOptions): Promise<void>;
   stats(): PoolerStats;
-  /** Operator hooks: PAUSE/RESUME, the admin database route, SHOW facts (see admin/control.ts). */
-  readonly control: PoolerControl;
+  /** Everything an observer may show (SHOW CLIENTS / POOLS / SERVERS, metrics), as of now. */
+  view(): PoolerView;
+  /** Client and transaction events (logs, metrics). */
+  readonly events: PoolerEvents;
+  /**
+   * PAUSE: new transactions wait, running ones finish. Resolves true once no server connection is
+   * lent to a client, false when `timeoutMs` passed first (the pooler stays paused either way).
+   */
+  pause(timeoutMs: number): Promise<boolean>;
+  resume(): void;
+  /** Serve `database` in process (the admin console): clients reach it through the pooler as any database. */
+  serveDatabase(database: string, vdb: VirtualDatabase): void;
   /**
    * Applies a new config to the running pooler (users, pool settings, limits, server address for
    * new backends); sessions stay open. Throws ConfigError and keeps the old config when invalid.
@@ -29,36 +55,41 @@ export interface Pooler {
   reconfigure(config: PoolerConfig): ResolvedPoolerConfig;
 }
 
-export function createPooler(config: PoolerConfig): Pooler {
-  const resolved = resolvePoolerConfig(config);
-  const core = new PoolerCore(resolved);
+export interface PoolerOptions {
+  /** Time for every timeout and duration. Default: the process's monotonic clock and Node timers. */
+  readonly clock?: Clock;
+}
+
+export function createPooler(config: PoolerConfig, options: PoolerOptions = {}): Pooler {
+  const core = new PoolerCore(resolvePoolerConfig(config), options.clock ?? realClock);
   const listeners = new Set<SessionListener>();
   let closing: Promise<void> | null = null;
   /** Set by close({ graceful: false }) during a graceful close: cut the drain short. */
   let forced = false;
 
-  const waitForClients = (deadline: number): Promise<boolean> =>
+  const waitForClients = (deadlineMs: number): Promise<boolean> =>
     new Promise<boolean>((resolve) => {
+      const started = core.clock.now();
       const tick = (): void => {
-        if (core.clients.size === 0) return resolve(true);
-        if (Date.now() >= deadline || forced) return resolve(false);
-        setTimeout(tick, 20);
+        if (core.clientCount === 0) return resolve(true);
+        if (core.clock.now() - started >= deadlineMs || forced) return resolve(false);
+        core.clock.setTimer(tick, 20);
       };
       tick();
     });
 
-  async function doClose(options: CloseOptions): Promise<void> {
-    const graceful = options.graceful ?? true;
+  async function doClose(o: CloseOptions): Promise<void> {
+    const graceful = o.graceful ?? true;
     core.stopAccepting();
     const listenersClosed = [...listeners].map((l) => l.close({ graceful: true }));
-    for (const c of [...core.clients]) c.dispatch({ type: 'shutdown', graceful });
+    core.shutdownClients(graceful);
     if (graceful) {
       core.closePools(false);
-      await waitForClients(Date.now() + (options.deadlineMs ?? 30_000));
-      for (const c of [...core.clients]) c.dispatch({ type: 'shutdown', graceful: false });
+      await waitForClients(o.deadlineMs ?? 30_000);
+      core.shutdownClients(false);
     }
     core.closePools(true);
-    await waitForClients(Date.now() + 5_000);
+    await waitForClients(5_000);
     await Promise.all([...listenersClosed, core.settled()]);
   }
 
@@ -66,11 +97,15 @@ export function createPooler(config: PoolerConfig): Pooler {
     get config(): ResolvedPoolerConfig {
       return core.config;
     },
-    control: core.control,
-    reconfigure(config: PoolerConfig): ResolvedPoolerConfig {
-      const next = resolvePoolerConfig(config);
-      core.config = next;
-      return next;
+    events: core.events,
+    view: () => core.view(),
+    pause: (timeoutMs) => core.pause(timeoutMs),
+    resume: () => core.resume(),
+    serveDatabase: (database, vdb) => core.addVirtualDatabase(database, vdb),
+    reconfigure(next: PoolerConfig): ResolvedPoolerConfig {
+      const resolved = resolvePoolerConfig(next);
+      core.config = resolved;
+      return resolved;
     },
     listen(listener: SessionListener): void {
       if (closing !== null) throw new Error('pooler is closed');
@@ -80,14 +115,24 @@ export function createPooler(config: PoolerConfig): Pooler {
           stream.destroy();
           return;
         }
-        core.accept(stream);
+        core.add(new ClientConnection(stream, core));
       });
     },
-    close(options: CloseOptions = {}): Promise<void> {
-      if (closing !== null && options.graceful === false) forced = true;
-      closing ??= doClose(options);
+    close(o: CloseOptions = {}): Promise<void> {
+      if (closing !== null && o.graceful === false) forced = true;
+      closing ??= doClose(o);
       return closing;
     },
-    stats: () => core.stats(),
+    stats(): PoolerStats {
+      const v = core.view();
+      return {
+        clients: v.clients.length,
+        clientsAcceptedTotal: v.clientsAcceptedTotal,
+        clientsRefusedTotal: v.clientsRefusedTotal,
+        cancelRequestsTotal: v.cancelRequestsTotal,
+        cancelsForwardedTotal: v.cancelsForwardedTotal,
+        pools: v.pools.filter((p) => !p.virtual),
+      };
+    },
   };
 }

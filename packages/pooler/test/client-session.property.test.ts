@@ -34,7 +34,7 @@ function event(step: Step): SessionEvent {
     case 'readyE': return { type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'E' }) };
     case 'paramStatus': return { type: 'backendMessage', message: rawBackend({ type: 'ParameterStatus', name: 'TimeZone', value: 'UTC' }) };
     case 'lost': return { type: 'backendLost', reason: 'test' };
-    case 'unavailable': return { type: 'backendUnavailable', error: Buffer.from('E') };
+    case 'unavailable': return { type: 'backendUnavailable', error: { bytes: Buffer.from('E'), sqlstate: '08006', message: 'test' } };
     case 'clientClosed': return { type: 'clientClosed' };
     case 'idleTimeout': return { type: 'timeout', timer: 'clientIdle' };
     case 'txTimeout': return { type: 'timeout', timer: 'idleInTransaction' };

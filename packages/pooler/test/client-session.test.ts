@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ScramClient } from '../src/auth/scram.js';
+import { deriveSaltedPassword, ScramClient } from '../src/auth/scram.js';
 import { ClientSession } from '../src/session/client-session.js';
 import type { SessionAction } from '../src/session/types.js';
 import { clientMessages, raw, rawBackend, testContext, types } from './session-helpers.js';
@@ -72,7 +72,8 @@ describe('ClientSession auth', () => {
     const b = s.handle({ type: 'clientMessage', message: raw({ type: 'SASLInitialResponse', mechanism: 'SCRAM-SHA-256', data: c.clientFirst() }) });
     const cont = clientMessages(b)[0];
     if (cont?.type !== 'AuthenticationSASLContinue') throw new Error('expected SASLContinue');
-    return s.handle({ type: 'clientMessage', message: raw({ type: 'SASLResponse', data: await c.clientFinal(cont.data) }) });
+    const salted = await deriveSaltedPassword(c.serverFirst(cont.data));
+    return s.handle({ type: 'clientMessage', message: raw({ type: 'SASLResponse', data: c.clientFinal(salted) }) });
   }
 
   it('SCRAM-SHA-256 succeeds with the right password and fails with 28P01 otherwise', async () => {
@@ -179,5 +180,22 @@ describe('ClientSession transaction pooling', () => {
     const a = s.handle({ type: 'backendLost', reason: 'boom' });
     expect(clientMessages(a)[0]).toMatchObject({ type: 'ErrorResponse', fields: { S: 'FATAL', C: '08006' } });
     expect(find(a, 'releaseBackend')).toEqual([]);
+  });
+
+  it("after the server's own FATAL the lost backend closes the client without a second error", () => {
+    const s = started();
+    s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select pg_sleep(10)' }) });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    const fatal = s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ErrorResponse', fields: { S: 'FATAL', V: 'FATAL', C: '57P01', M: 'terminating connection due to administrator command' } }) });
+    expect(clientMessages(fatal)).toMatchObject([{ type: 'ErrorResponse', fields: { C: '57P01' } }]);
+    const a = s.handle({ type: 'backendLost', reason: 'server closed the connection' });
+    expect(clientMessages(a)).toEqual([]);
+    expect(types(a).at(-1)).toBe('close');
+    // An ERROR is not the end: a lost backend after one still gets 08006.
+    const t = started();
+    t.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select x' }) });
+    t.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    t.handle({ type: 'backendMessage', message: rawBackend({ type: 'ErrorResponse', fields: { S: 'ERROR', V: 'ERROR', C: '42703', M: 'column "x" does not exist' } }) });
+    expect(clientMessages(t.handle({ type: 'backendLost', reason: 'boom' }))[0]).toMatchObject({ fields: { C: '08006' } });
   });
 });

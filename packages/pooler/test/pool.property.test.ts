@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolvePoolSettings } from '../src/config/pool-settings.js';
 import type { Backend } from '../src/backend/backend.js';
-import { fakeConnect, tick } from './fake-backend.js';
+import { fakeDeps, tick } from './fake-backend.js';
+import { ManualClock } from './manual-clock.js';
 import { Pool } from '../src/pool/pool.js';
 import type { Waiter } from '../src/pool/pool.js';
 
@@ -27,10 +28,7 @@ describe('Pool invariants', () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.constantFrom(0, 30_000), fc.array(cmd, { maxLength: 40 }), async (poolSize, serverCheckDelayMs, cmds) => {
         const settings = resolvePoolSettings({ poolSize, queryWaitTimeoutMs: 0, poolMode: 'transaction', serverCheckDelayMs });
-        const pool = new Pool('db', 'u', settings, { host: '', port: 1, database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 }, {
-          now: () => 0,
-          connect: fakeConnect,
-        });
+        const pool = new Pool('db', 'u', settings, { server: { host: '', port: 1 }, database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 }, fakeDeps(new ManualClock()));
         const holders = new Map<Backend, Waiter>();
         const waiting: Waiter[] = [];
         const held: Backend[] = [];
@@ -82,7 +80,7 @@ describe('Pool invariants', () => {
               }
               case 'kill': {
                 const b = held[c.which % Math.max(1, held.length)];
-                b?.socket.destroy();
+                b?.stream.destroy();
                 break;
               }
             }

@@ -5,15 +5,17 @@ import type { Backend } from '../src/backend/backend.js';
 import { BackendLoginError } from '../src/backend/connect.js';
 import { Pool } from '../src/pool/pool.js';
 import type { Waiter } from '../src/pool/pool.js';
-import { fakeConnect, FakeSocket, tick } from './fake-backend.js';
+import type { EncodedError } from '../src/session/types.js';
+import { fakeDeps, FakeSocket, tick } from './fake-backend.js';
+import { ManualClock } from './manual-clock.js';
 
-const LOGIN = { host: '', port: 1, database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 };
+const LOGIN = { server: { host: '', port: 1 }, database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 };
 
-function pool(settings: Partial<PoolSettings>, clock = { now: 0 }): Pool {
-  return new Pool('db', 'u', resolvePoolSettings({ serverCheckDelayMs: 1_000_000, ...settings }), LOGIN, { now: () => clock.now, connect: fakeConnect });
+function pool(settings: Partial<PoolSettings>, clock = new ManualClock()): Pool {
+  return new Pool('db', 'u', resolvePoolSettings({ serverCheckDelayMs: 1_000_000, ...settings }), LOGIN, fakeDeps(clock));
 }
 
-function waiter(): Waiter & { backend: Backend | null; error: Buffer | null } {
+function waiter(): Waiter & { backend: Backend | null; error: EncodedError | null } {
   return {
     backend: null,
     error: null,
@@ -26,7 +28,7 @@ function waiter(): Waiter & { backend: Backend | null; error: Buffer | null } {
   };
 }
 
-const socketOf = (b: Backend) => b.socket as unknown as FakeSocket;
+const socketOf = (b: Backend) => b.stream as unknown as FakeSocket;
 
 describe('Pool', () => {
   it('reuses a clean backend, rolls back and resets a dirty one before reuse', async () => {
@@ -70,7 +72,7 @@ describe('Pool', () => {
   });
 
   it('closes backends past their lifetime on release and idle ones past the idle timeout, down to minPoolSize', async () => {
-    const clock = { now: 0 };
+    const clock = new ManualClock();
     const p = pool({ poolSize: 3, minPoolSize: 1, serverLifetimeMs: 1000, serverIdleTimeoutMs: 100 }, clock);
     try {
       await tick();
@@ -78,51 +80,110 @@ describe('Pool', () => {
       const ws = [waiter(), waiter(), waiter()];
       for (const w of ws) p.acquire(w);
       await tick();
-      clock.now = 50;
+      clock.advance(50);
       p.release(ws[0]!.backend!, { status: 'I', busy: false, dirty: false });
       p.release(ws[1]!.backend!, { status: 'I', busy: false, dirty: false });
-      clock.now = 500;
+      clock.advance(450); // the maintenance tick (every second) has not come yet
       p.maintain();
       // Both idle ones closed by the idle timeout: the active one still counts for minPoolSize.
       expect(p.stats()).toMatchObject({ idle: 0, active: 1, closedTotal: 2 });
-      clock.now = 2000;
-      p.release(ws[2]!.backend!, { status: 'I', busy: false, dirty: false }); // past its lifetime
-      expect(p.stats()).toMatchObject({ idle: 0, active: 0, closedTotal: 3 });
-      p.maintain(); // back up to minPoolSize
+      clock.advance(1500 - 1); // the tick at 1 s: the active backend alone satisfies minPoolSize
       await tick();
-      expect(p.stats().idle).toBe(1);
+      expect(p.stats()).toMatchObject({ idle: 0, active: 1, closedTotal: 2 });
+      clock.advance(1);
+      p.release(ws[2]!.backend!, { status: 'I', busy: false, dirty: false }); // opened at 0: past its lifetime
+      expect(p.stats()).toMatchObject({ idle: 0, active: 0, closedTotal: 3 });
+      clock.advance(1000); // the next tick restores minPoolSize
+      await tick();
+      expect(p.stats()).toMatchObject({ idle: 1, closedTotal: 3 });
+      clock.advance(1000); // that one reaches its lifetime idle: the tick replaces it
+      await tick();
+      expect(p.stats()).toMatchObject({ idle: 1, closedTotal: 4 });
     } finally {
       p.destroyAll();
     }
   });
 
-  it('a waiter that cannot get a backend in time gets 57014', async () => {
-    const p = pool({ poolSize: 1, queryWaitTimeoutMs: 20 });
+  it('a waiter that cannot get a backend in time gets 57014, exactly at its deadline', async () => {
+    const clock = new ManualClock();
+    const p = pool({ poolSize: 1, queryWaitTimeoutMs: 20 }, clock);
     try {
       const a = waiter();
       p.acquire(a);
       await tick();
       const b = waiter();
       p.acquire(b);
-      await new Promise((r) => setTimeout(r, 50));
+      clock.advance(19);
+      expect(b.error).toBeNull();
+      expect(p.stats()).toMatchObject({ waiting: 1, maxWaitMs: 19 });
+      clock.advance(1);
       expect(b.backend).toBeNull();
-      expect(b.error?.toString('latin1')).toContain('C57014');
-      expect(p.stats().waitTimeoutsTotal).toBe(1);
+      expect(b.error?.sqlstate).toBe('57014');
+      expect(p.stats()).toMatchObject({ waitTimeoutsTotal: 1, waiting: 0, maxWaitMs: 0 });
+    } finally {
+      p.destroyAll();
+    }
+  });
+
+  it('measures waits and transactions with its clock', async () => {
+    const clock = new ManualClock();
+    const p = pool({ poolSize: 1 }, clock);
+    try {
+      const a = waiter();
+      p.acquire(a);
+      await tick(); // the first backend's login
+      const b = waiter();
+      p.acquire(b); // waits behind a
+      clock.advance(30);
+      p.release(a.backend!, { status: 'I', busy: false, dirty: false }); // a held it 30 ms; b gets it
+      expect(b.backend).not.toBeNull();
+      clock.advance(5);
+      p.release(b.backend!, { status: 'I', busy: false, dirty: false });
+      expect(p.stats()).toMatchObject({ xactCountTotal: 2, xactTimeMsTotal: 35, waitTimeMsTotal: 30 });
+    } finally {
+      p.destroyAll();
+    }
+  });
+
+  it('PAUSE holds new requests (counted as waiting, the wait timeout still runs); RESUME serves them in order', async () => {
+    const clock = new ManualClock();
+    const p = pool({ poolSize: 2, queryWaitTimeoutMs: 1000 }, clock);
+    try {
+      const a = waiter();
+      p.acquire(a);
+      await tick();
+      p.release(a.backend!, { status: 'I', busy: false, dirty: false }); // one idle backend
+      p.pause();
+      const b = waiter();
+      const c = waiter();
+      p.acquire(b);
+      p.acquire(c);
+      await tick();
+      expect(b.backend).toBeNull();
+      expect(p.stats()).toMatchObject({ paused: true, waiting: 2, idle: 1, connecting: 0 });
+      clock.advance(100);
+      p.resume();
+      expect(b.backend).not.toBeNull(); // the idle one, at once
+      await tick(); // a second backend for c
+      expect(c.backend).not.toBeNull();
+      expect(p.stats()).toMatchObject({ paused: false, waiting: 0, active: 2 });
+      p.pause();
+      const d = waiter();
+      p.acquire(d);
+      clock.advance(1000);
+      expect(d.error?.sqlstate).toBe('57014'); // paused waits time out like any other
     } finally {
       p.destroyAll();
     }
   });
 
   it('a server login failure reaches the waiters with the server SQLSTATE', async () => {
-    const p = new Pool('db', 'u', resolvePoolSettings({}), LOGIN, {
-      now: () => 0,
-      connect: () => Promise.reject(new BackendLoginError('no', { S: 'FATAL', C: '3D000', M: 'database "db" does not exist' })),
-    });
+    const p = new Pool('db', 'u', resolvePoolSettings({}), LOGIN, fakeDeps(new ManualClock(), () => Promise.reject(new BackendLoginError('no', { S: 'FATAL', C: '3D000', M: 'database "db" does not exist' }))));
     try {
       const a = waiter();
       p.acquire(a);
       await tick();
-      expect(a.error?.toString('latin1')).toContain('C3D000');
+      expect(a.error?.sqlstate).toBe('3D000');
       await expect(p.parameters()).rejects.toBeInstanceOf(BackendLoginError);
     } finally {
       p.destroyAll();

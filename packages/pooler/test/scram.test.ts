@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeScramSecret, parseScramSecret as wireParse, scramClientFinal, scramClientFirst, scramServerFirst, verifyScramClientFinal } from '@quicpool/wire';
-import { formatScramSecret, parseScramSecret, ScramClient, ScramServer, scramSecretFromPassword } from '../src/auth/scram.js';
+import { deriveSaltedPassword, formatScramSecret, parseScramSecret, ScramClient, ScramServer, scramSecretFromPassword } from '../src/auth/scram.js';
 
 describe('pooler SCRAM adapters', () => {
   it('ScramServer accepts wire\'s client with the right password only', () => {
@@ -18,7 +18,7 @@ describe('pooler SCRAM adapters', () => {
     const secret = wireParse(makeScramSecret('s3cret'));
     const client = new ScramClient('s3cret');
     const { message, state } = scramServerFirst(client.clientFirst().toString(), secret);
-    const final = await client.clientFinal(Buffer.from(message));
+    const final = client.clientFinal(await deriveSaltedPassword(client.serverFirst(Buffer.from(message))));
     const verdict = verifyScramClientFinal(state, final.toString());
     if (!verdict.ok) throw new Error(verdict.reason);
     expect(() => client.verifyServerFinal(Buffer.from(verdict.serverFinal))).not.toThrow();

@@ -93,7 +93,7 @@ describe('0-RTT early data', () => {
     proxy.recordNextFlight();
     const resumed = new QuicDialer({ host: '127.0.0.1', port: proxy.port, serverName: 'localhost', ca, tickets });
     closers.push(() => resumed.close({ graceful: false }));
-    const earlyBefore = pooler.control.earlyDataSessions;
+    const earlyBefore = pooler.view().earlyDataSessionsTotal;
     const s2 = await resumed.open();
     s2.on('error', () => undefined);
     expect(s2.info.quic?.earlyData).toBe(true);
@@ -101,7 +101,7 @@ describe('0-RTT early data', () => {
     r2.write(Buffer.concat([trustStartup(), encodeFrontend({ type: 'Query', query: `insert into ${TABLE} values (1)` })]));
     await r2.until((m) => m.filter((x) => x.type === 'ReadyForQuery').length === 2);
     expect(r2.errorCodes).toEqual([]);
-    expect(pooler.control.earlyDataSessions - earlyBefore).toBe(1);
+    expect(pooler.view().earlyDataSessionsTotal - earlyBefore).toBe(1);
     expect(await rows()).toBe(1);
     expect(proxy.firstFlight.length).toBeGreaterThan(0);
 
@@ -113,7 +113,7 @@ describe('0-RTT early data', () => {
     await new Promise<void>((r) => attacker.bind(0, '127.0.0.1', r));
     for (const d of proxy.firstFlight) attacker.send(d, port, '127.0.0.1');
     // The pooler accepts the replayed early stream (it cannot know yet) ...
-    await eventually(() => pooler.control.earlyDataSessions - earlyBefore === 2, 3000, 'the replayed early session reached the pooler');
+    await eventually(() => pooler.view().earlyDataSessionsTotal - earlyBefore === 2, 3000, 'the replayed early session reached the pooler');
     // ... but its query never reaches Postgres, and the session dies with its connection.
     await sleep(500);
     expect(await rows()).toBe(1);

@@ -58,6 +58,19 @@ export interface SessionStream extends Duplex {
    * asks this after each batch of writes.
    */
   holdsWrittenBytes(): boolean;
+  /**
+   * How writes that a read causes may be batched: 'per-read' (sockets, QUIC: flushing them as soon
+   * as the read is handled is fine) or 'per-turn' (an in-memory peer handles our bytes inside our
+   * write(), so they wait for the end of the turn).
+   */
+  readonly writeBatching: 'per-read' | 'per-turn';
+  /**
+   * Null when nothing on this stream can be a replay; otherwise (a QUIC stream whose first bytes
+   * came as 0-RTT early data, before its handshake is confirmed) a promise that resolves once
+   * the handshake is confirmed and rejects if the connection fails first. A server acts on
+   * anything but harmless startup traffic only after it (see quic/README.md).
+   */
+  replayWindow(): Promise<void> | null;
   setNoDelay(noDelay?: boolean): this;
   setKeepAlive(enable?: boolean, initialDelay?: number): this;
   ref(): this;

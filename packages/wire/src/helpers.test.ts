@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorResponse, isDirectTlsHandshake, noticeResponse, readyForQueryStatus } from './helpers.js';
+import { errorResponse, isDirectTlsHandshake, isSessionEndingError, noticeResponse, noticeSeverity, readyForQueryStatus } from './helpers.js';
 import { encodeStartupPacket } from './startup.js';
 import { decodeBackendMessage } from './backend/decode.js';
 import { encodeBackend } from './backend/encode.js';
@@ -17,6 +17,27 @@ describe('pooler helpers', () => {
       fields: { S: 'WARNING', V: 'WARNING', C: '01000', M: 'w' },
     });
     expect(() => errorResponse('ERROR', '08P01', 'x', { C: 'dup' })).toThrow(RangeError);
+  });
+
+  it('noticeSeverity reads V (else S) of a raw ErrorResponse or NoticeResponse', () => {
+    expect(noticeSeverity(errorResponse('FATAL', '57P01', 'terminating connection'))).toBe('FATAL');
+    expect(noticeSeverity(noticeResponse('WARNING', '01000', 'careful'))).toBe('WARNING');
+    // A server localizing S ("FATAL" in German is "FATAL"; "ERROR" is "FEHLER"): V wins.
+    const german = Buffer.concat([Buffer.from('E\0\0\0\0SFEHLER\0VERROR\0C42601\0Mx\0\0', 'latin1')]);
+    german.writeInt32BE(german.length - 1, 1);
+    expect(noticeSeverity(german)).toBe('ERROR');
+    const onlyS = Buffer.from('E\0\0\0\0SPANIC\0CXX000\0\0', 'latin1');
+    onlyS.writeInt32BE(onlyS.length - 1, 1);
+    expect(noticeSeverity({ type: 0x45, bytes: onlyS })).toBe('PANIC');
+    expect(noticeSeverity(encodeBackend({ type: 'NoData' }))).toBeUndefined();
+    expect(noticeSeverity(Buffer.from('E\0\0\0\x07Sx', 'latin1'))).toBeUndefined(); // unterminated
+  });
+
+  it('isSessionEndingError: FATAL and PANIC ErrorResponses only', () => {
+    expect(isSessionEndingError(errorResponse('FATAL', '57P01', 'bye'))).toBe(true);
+    expect(isSessionEndingError(errorResponse('PANIC', 'XX000', 'bye'))).toBe(true);
+    expect(isSessionEndingError(errorResponse('ERROR', '42601', 'syntax'))).toBe(false);
+    expect(isSessionEndingError(noticeResponse('FATAL', '00000', 'a notice is never an error'))).toBe(false);
   });
 
   it('readyForQueryStatus reads the status byte of a raw message', () => {

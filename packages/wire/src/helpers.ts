@@ -65,6 +65,32 @@ export function readyForQueryStatus(m: RawMessage | Buffer): TransactionStatus |
 }
 
 /**
+ * The severity of a raw ErrorResponse or NoticeResponse without decoding it: the non-localized
+ * field 'V' (servers since 9.6), else 'S' (localized, so only the English names are recognised).
+ * Undefined when the message is not one of the two or has neither field.
+ */
+export function noticeSeverity(m: RawMessage | Buffer): string | undefined {
+  const b = Buffer.isBuffer(m) ? m : m.bytes;
+  if ((b[0] !== 0x45 && b[0] !== 0x4e) || b.length < 6) return undefined;
+  let localized: string | undefined;
+  for (let i = 5; i < b.length && b[i] !== 0; ) {
+    const code = b[i]!;
+    const end = b.indexOf(0, i + 1);
+    if (end < 0) return undefined;
+    if (code === 0x56) return b.toString('latin1', i + 1, end); // V
+    if (code === 0x53) localized = b.toString('latin1', i + 1, end); // S
+    i = end + 1;
+  }
+  return localized;
+}
+
+/** A raw ErrorResponse that ends the session (FATAL or PANIC): the server closes the connection after it. */
+export function isSessionEndingError(m: RawMessage | Buffer): boolean {
+  const severity = noticeSeverity(m);
+  return (severity === 'FATAL' || severity === 'PANIC') && (Buffer.isBuffer(m) ? m[0] : m.bytes[0]) === 0x45;
+}
+
+/**
  * True if a connection's first bytes are a TLS handshake record rather than a
  * startup packet: PostgreSQL 17 clients with `sslnegotiation=direct` start TLS
  * without an SSLRequest. Check this before feeding a FrontendDecoder (which would

@@ -36,7 +36,7 @@ export { decodeBackendMessage } from './backend/decode.js';
 export { encodeBackend } from './backend/encode.js';
 export type * from './backend/messages.js';
 
-export { errorResponse, noticeResponse, readyForQueryStatus, isDirectTlsHandshake, NoticeField } from './helpers.js';
+export { errorResponse, noticeResponse, noticeSeverity, isSessionEndingError, readyForQueryStatus, isDirectTlsHandshake, NoticeField } from './helpers.js';
 export type { Severity } from './helpers.js';
 
 export {

@@ -2,10 +2,9 @@ import './vitest-context.js';
 
 export { startPostgres, PostgresServer } from './postgres-server.js';
 export type { PgConnectionInfo, StartPostgresOptions } from './postgres-server.js';
-export { freePort } from './free-port.js';
-export { resolveRunAs } from './binaries.js';
+export { freePort, resolveRunAs } from '@quicpool/postgres';
 export { findPgbench, PGBENCH_MISSING } from './pgbench.js';
-export type { RunAs } from './binaries.js';
+export type { RunAs } from '@quicpool/postgres';
 export { startUdpFaultRelay } from './udp-fault-relay.js';
 export type { UdpFaultRelay } from './udp-fault-relay.js';
 export { seededRandom } from './seeded-random.js';

@@ -24,6 +24,7 @@ const PUBLISHED: Readonly<Record<string, string>> = {
   '@quicpool/udp': 'packages/udp',
   '@quicpool/transport': 'packages/transport',
   '@quicpool/pooler': 'packages/pooler',
+  '@quicpool/postgres': 'packages/postgres',
   '@quicpool/client': 'packages/client',
   quicpool: 'apps/pooler',
 };

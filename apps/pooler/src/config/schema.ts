@@ -26,9 +26,14 @@ export const SCHEMA = {
     tls: k('bool', true, false, 'Answer SSLRequest on the TCP port with TLS (using [tls]); false answers N.'),
   },
   upstream: {
-    host: k('string', null, false, 'The real PostgreSQL server. Unset: quicpool starts the embedded PostgreSQL.'),
-    port: k('port', 5432, false, 'Port of the real PostgreSQL server.'),
+    host: k('string', null, false, 'The real PostgreSQL server: a host name or IP, or a directory holding its unix socket ("/var/run/postgresql": `<dir>/.s.PGSQL.<port>`, as libpq). Unset: quicpool starts the embedded PostgreSQL.'),
+    port: k('port', 5432, false, 'Port of the real PostgreSQL server (for a socket directory, the number in the socket\'s name).'),
     connect_timeout_ms: k('int', 10_000, true, 'Server connect + login deadline (ms).'),
+    tls: k('enum', 'disable', false, 'TLS to the server after SSLRequest (TCP only): "verify-full" (the certificate must chain to tls_ca_file, or the public roots, and carry the host name), "require" (encrypted, not verified: only against passive eavesdroppers), "disable". A server that refuses TLS is an error, never a silent fallback.', ['disable', 'require', 'verify-full']),
+    tls_ca_file: k('string', null, false, 'CA certificates (PEM) the server\'s certificate must chain to. Unset: Node\'s bundled public roots.'),
+    tls_server_name: k('string', null, false, 'Name the server\'s certificate must carry. Unset: upstream.host.'),
+    tls_cert_file: k('string', null, false, 'Client certificate (PEM) for servers that ask for one (clientcert in pg_hba.conf).'),
+    tls_key_file: k('string', null, false, 'Private key (PEM) of tls_cert_file.'),
   },
   embedded: {
     state_dir: k('string', '.quicpool', false, 'Folder of the embedded PostgreSQL data, its credentials and the development certificate (relative to the working directory).'),

@@ -1,13 +1,15 @@
 // quicpool.toml (snake_case, grouped for operators) -> the engine's PoolerConfig, and the rows of
 // SHOW CONFIG (secrets hidden).
-import type { AuthMethod, ConfigRow, PoolerConfig, PoolMode, UserConfig } from '@quicpool/pooler';
+import type { AuthMethod, ConfigRow, PoolerConfig, PoolMode, ServerTlsConfig, UserConfig } from '@quicpool/pooler';
 import type { TlsServerOptions } from '@quicpool/transport';
 import type { AppConfig, Key, UserSettings, Value } from './load.js';
 import { ALL_KEYS, specOf } from './load.js';
 
 export interface Upstream {
+  /** Host name or IP, or the directory of the server's unix socket. */
   readonly host: string;
   readonly port: number;
+  readonly tls?: ServerTlsConfig;
   /** Users the embedded default adds (its superuser). */
   readonly extraUsers?: ReadonlyMap<string, UserSettings>;
 }
@@ -26,7 +28,12 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
   for (const [name, u] of upstream.extraUsers ?? []) users[name] = user(u);
   for (const [name, u] of c.users) users[name] = user(u);
   const config: PoolerConfig = {
-    server: { host: upstream.host, port: upstream.port, connectTimeoutMs: c.get<number>('upstream.connect_timeout_ms') },
+    server: {
+      host: upstream.host,
+      port: upstream.port,
+      connectTimeoutMs: c.get<number>('upstream.connect_timeout_ms'),
+      ...(upstream.tls !== undefined ? { tls: upstream.tls } : {}),
+    },
     users,
     pool: {
       poolMode: c.get<PoolMode>('pool.mode'),
@@ -93,6 +100,8 @@ const ENGINE_KEYS: Readonly<Record<string, string>> = {
   'pool.queryTimeoutMs': 'pool.query_timeout_ms',
   'pool.serverCheckDelayMs': 'pool.server_check_delay_ms',
   'server.connectTimeoutMs': 'upstream.connect_timeout_ms',
+  'server.tls': 'upstream.tls',
+  'server.tls.mode': 'upstream.tls',
   maxClientConnections: 'limits.max_client_connections',
   maxClientsPerPool: 'limits.max_clients_per_pool',
   maxMessageSize: 'limits.max_message_size',

@@ -3,7 +3,7 @@
 // quicpool-only facts (transport, QUIC) get their own columns or commands.
 import { SQLSTATE } from '@quicpool/wire';
 import type { Pooler } from '../server.js';
-import type { AdminColumnType, AdminCommands, AdminResult } from './console-server.js';
+import type { AdminColumnType, AdminCommands, AdminResult } from './console.js';
 
 export interface QuicListenerRow {
   readonly listener: string;
@@ -64,70 +64,67 @@ export const SHOW_COLUMNS = {
 } as const satisfies Record<string, readonly Col[]>;
 
 function showPools(ctx: AdminContext): AdminResult {
-  const p = ctx.pooler;
-  const mode = p.config.pool.poolMode;
+  const v = ctx.pooler.view();
+  const clients = new Map<string, { active: number; waiting: number }>();
+  for (const c of v.clients) {
+    const key = `${c.database}\0${c.user}`;
+    const n = clients.get(key) ?? { active: 0, waiting: 0 };
+    if (c.state === 'waiting') n.waiting++;
+    else if (c.state !== 'login') n.active++;
+    clients.set(key, n);
+  }
   return rows(
     SHOW_COLUMNS.pools,
-    p.stats().pools.map((s) => [s.database, s.user, s.clients - s.waiting, s.waiting, s.active, s.idle, 0, s.resetting, s.connecting, 0, 0, mode]),
+    v.pools
+      .filter((p) => !p.virtual)
+      .map((p) => {
+        const c = clients.get(`${p.database}\0${p.user}`) ?? { active: 0, waiting: 0 };
+        const maxWaitUs = us(p.maxWaitMs);
+        return [p.database, p.user, c.active, c.waiting, p.active, p.idle, 0, p.resetting, p.connecting, Math.floor(maxWaitUs / 1e6), maxWaitUs % 1e6, p.poolMode];
+      }),
   );
 }
 
 function showStats(ctx: AdminContext): AdminResult {
-  // Query and byte totals are the pools' own (PoolStats); transaction and wait times the control's counters.
-  const traffic = new Map(ctx.pooler.stats().pools.map((p) => [`${p.database}\0${p.user}`, p]));
-  const data = [...ctx.pooler.control.counters.values()].map((c) => {
-    const t = traffic.get(`${c.database}\0${c.user}`);
-    const queries = t?.queryCountTotal ?? 0;
-    const queryUs = t?.queryTimeUsTotal ?? 0;
-    return [
-      c.database,
-      c.user,
-      c.xactCount,
-      queries,
-      t?.receivedBytesTotal ?? 0,
-      t?.sentBytesTotal ?? 0,
-      us(c.xactMsTotal),
-      queryUs,
-      us(c.waitMsTotal),
-      c.xactCount === 0 ? 0 : us(c.xactMsTotal / c.xactCount),
-      queries === 0 ? 0 : Math.round(queryUs / queries),
-      c.waitCount === 0 ? 0 : us(c.waitMsTotal / c.waitCount),
-    ];
-  });
+  const data = ctx.pooler
+    .view()
+    .pools.filter((p) => !p.virtual)
+    .map((p) => [
+      p.database,
+      p.user,
+      p.xactCountTotal,
+      p.queryCountTotal,
+      p.receivedBytesTotal,
+      p.sentBytesTotal,
+      us(p.xactTimeMsTotal),
+      p.queryTimeUsTotal,
+      us(p.waitTimeMsTotal),
+      p.xactCountTotal === 0 ? 0 : us(p.xactTimeMsTotal / p.xactCountTotal),
+      p.queryCountTotal === 0 ? 0 : Math.round(p.queryTimeUsTotal / p.queryCountTotal),
+      p.xactCountTotal === 0 ? 0 : us(p.waitTimeMsTotal / p.xactCountTotal),
+    ]);
   return rows(SHOW_COLUMNS.stats, data);
 }
 
 function showClients(ctx: AdminContext): AdminResult {
-  const control = ctx.pooler.control;
-  const data = [...control.clients()].map((c) => {
-    const facts = control.clientFactsOf(c);
-    const s = c.session;
-    const state = s.phase === 'startup' || s.phase === 'authenticating' || s.phase === 'connecting' ? 'login' : c.backend !== null ? 'active' : s.busy ? 'waiting' : 'idle';
-    const info = facts?.info;
-    return ['C', s.user, s.database, state, info?.remoteAddress ?? '', info?.remotePort ?? 0, info?.localAddress ?? '', info?.localPort ?? 0, facts === undefined ? '' : time(facts.connectedAt), info?.tls?.protocol ?? '', info?.kind ?? ''];
+  const data = ctx.pooler.view().clients.map((c) => {
+    const info = c.info;
+    return ['C', c.user, c.database, c.state, info.remoteAddress, info.remotePort, info.localAddress, info.localPort, time(c.connectedAt), info.tls?.protocol ?? '', info.kind];
   });
   return rows(SHOW_COLUMNS.clients, data);
 }
 
 function showServers(ctx: AdminContext): AdminResult {
-  const control = ctx.pooler.control;
-  const lent = new Set<unknown>();
-  for (const c of control.clients()) if (c.backend !== null) lent.add(c.backend.socket);
-  const data = [...control.servers]
-    .filter((f) => f.database !== control.adminRoute?.database)
-    .map((f) => {
-      const sock = f.connection.socket;
-      return ['S', f.user, f.database, lent.has(sock) ? 'active' : 'idle', sock.remoteAddress ?? '', sock.remotePort ?? 0, sock.localAddress ?? '', sock.localPort ?? 0, time(f.connectedAt), f.connection.processId];
-    });
+  const data = ctx.pooler.view().servers.map((f) => {
+    const i = f.info;
+    return ['S', f.user, f.database, f.state === 'resetting' ? 'used' : f.state, i.remoteAddress, i.remotePort, i.localAddress, i.localPort, time(f.connectedAt), f.processId];
+  });
   return rows(SHOW_COLUMNS.servers, data);
 }
 
 async function pause(ctx: AdminContext): Promise<AdminResult> {
-  const control = ctx.pooler.control;
-  control.pause();
   // Like PgBouncer: PAUSE answers once no server connection is lent to a client.
-  const deadline = Date.now() + ctx.pauseTimeoutMs;
-  while (control.activeServers() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await ctx.pooler.pause(ctx.pauseTimeoutMs);
   return { kind: 'command', tag: 'PAUSE' };
 }
 
@@ -153,14 +150,14 @@ export function createAdminCommands(ctx: AdminContext): AdminCommands {
             case 'config':
               return rows(SHOW_COLUMNS.config, ctx.config().map((r) => [r.key, r.value, r.default, r.changeable ? 'yes' : 'no']));
             case 'quic':
-              return rows(SHOW_COLUMNS.quic, ctx.quic().map((q) => [q.listener, q.connections, q.streams, q.handshakes, q.datagramsIn, q.datagramsOut, q.datagramsDropped, q.bytesIn, q.bytesOut, ctx.pooler.control.earlyDataSessions, q.avgRttMs, q.maxRttMs, q.packetsSent, q.packetsLost]));
+              return rows(SHOW_COLUMNS.quic, ctx.quic().map((q) => [q.listener, q.connections, q.streams, q.handshakes, q.datagramsIn, q.datagramsOut, q.datagramsDropped, q.bytesIn, q.bytesOut, ctx.pooler.view().earlyDataSessionsTotal, q.avgRttMs, q.maxRttMs, q.packetsSent, q.packetsLost]));
             default:
               return { kind: 'error', sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: `SHOW ${what ?? ''}: expected POOLS, STATS, CLIENTS, SERVERS, CONFIG or QUIC` };
           }
         case 'pause':
           return pause(ctx);
         case 'resume':
-          ctx.pooler.control.resume();
+          ctx.pooler.resume();
           return { kind: 'command', tag: 'RESUME' };
         case 'reload':
           try {

@@ -97,8 +97,22 @@ const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).diges
  * PBKDF2 runs asynchronously (libuv's pool): a pooler must not block every session's event loop
  * for each backend it opens.
  */
+/** What the client-side PBKDF2 needs (`deriveSaltedPassword`): slow by design, so done outside. */
+export interface ScramDerivation {
+  readonly password: string;
+  readonly salt: Buffer;
+  readonly iterations: number;
+}
+
+/**
+ * The client side of SCRAM-SHA-256, for logging in to the real server, without I/O and without
+ * the slow step: `serverFirst` says what to derive, the caller derives it (asynchronously:
+ * `deriveSaltedPassword`) and hands the result to `clientFinal`.
+ */
 export class ScramClient {
   private readonly first: ScramClientFirst = scramClientFirst();
+  private serverFirstMessage: string | null = null;
+  private nonce = '';
   private final: ScramClientFinal | null = null;
 
   constructor(private readonly password: string) {}
@@ -107,18 +121,24 @@ export class ScramClient {
     return Buffer.from(this.first.message);
   }
 
-  /** Answers server-first with client-final; rejects a malformed or forged server message. */
-  async clientFinal(serverFirstData: Buffer): Promise<Buffer> {
+  /** Reads server-first; rejects a malformed or forged one and unreasonable iteration counts. */
+  serverFirst(serverFirstData: Buffer): ScramDerivation {
     const serverFirst = serverFirstData.toString('utf8');
     const s = parseScramServerFirst(serverFirst, this.first.nonce);
     if (s.iterations > 10_000_000) throw new ScramError(`unreasonable SCRAM iteration count ${s.iterations}`);
-    const password = /^[\x20-\x7e]*$/.test(this.password) ? this.password : this.password.normalize('NFKC'); // as wire's saltedPassword
-    const salted = await new Promise<Buffer>((resolve, reject) =>
-      pbkdf2(password, s.salt, s.iterations, 32, 'sha256', (e, key) => (e ? reject(e) : resolve(key))),
-    );
+    this.serverFirstMessage = serverFirst;
+    this.nonce = s.nonce;
+    // As wire's saltedPassword: SASLprep reduced to NFKC for non-ASCII passwords.
+    const password = /^[\x20-\x7e]*$/.test(this.password) ? this.password : this.password.normalize('NFKC');
+    return { password, salt: s.salt, iterations: s.iterations };
+  }
+
+  /** client-final, from the salted password derived for `serverFirst`. */
+  clientFinal(salted: Buffer): Buffer {
+    if (this.serverFirstMessage === null) throw new ScramError('clientFinal before serverFirst');
     const clientKey = hmac(salted, 'Client Key');
-    const withoutProof = `c=${Buffer.from('n,,').toString('base64')},r=${s.nonce}`;
-    const authMessage = `${this.first.bare},${serverFirst},${withoutProof}`;
+    const withoutProof = `c=${Buffer.from('n,,').toString('base64')},r=${this.nonce}`;
+    const authMessage = `${this.first.bare},${this.serverFirstMessage},${withoutProof}`;
     const signature = hmac(sha256(clientKey), authMessage);
     const proof = Buffer.alloc(32);
     for (let i = 0; i < 32; i++) proof[i] = clientKey[i]! ^ signature[i]!;
@@ -134,4 +154,9 @@ export class ScramClient {
     if (this.final === null) throw new ScramError('AuthenticationSASLFinal before SASLContinue');
     verifyScramServerFinal(data.toString('utf8'), this.final);
   }
+}
+
+/** PBKDF2-HMAC-SHA-256 on the thread pool (4,096 iterations take milliseconds of CPU). */
+export function deriveSaltedPassword(d: ScramDerivation): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => pbkdf2(d.password, d.salt, d.iterations, 32, 'sha256', (e, key) => (e ? reject(e) : resolve(key))));
 }

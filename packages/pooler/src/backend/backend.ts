@@ -1,10 +1,11 @@
 // One server connection. Its state and the pool list it sits in change together, only through
 // Pool.setState; this class holds the connection's own facts and routes what the server sends.
-import type net from 'node:net';
-import { decodeBackendMessage, readyForQueryStatus } from '@quicpool/wire';
+import { decodeBackendMessage, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
-import { BatchedWriter } from '../driver/batched-writer.js';
+import type { SessionStream } from '@quicpool/transport';
+import type { BatchedWriter, WriteBatcher } from '../core/write-batcher.js';
 import type { BackendConnection } from './connect.js';
+import type { EncodedError } from '../session/types.js';
 import type { SocketInput } from './socket-input.js';
 
 export type BackendState =
@@ -16,21 +17,25 @@ export type BackendState =
   | 'resetting'
   | 'closed';
 
+/** A client session as the pool sees it: something that waits for a backend. */
+export interface Waiter {
+  /** Called once with an 'active' backend, or onError once; never both. */
+  onBackend(b: Backend): void;
+  onError(error: EncodedError): void;
+}
+
 /** The client session a backend is attached to. */
 export interface BackendOwner {
   onBackendMessage(message: RawMessage): void;
   onBackendLost(reason: string): void;
 }
 
-const T_PARAMETER_STATUS = 0x53;
-const T_READY = 0x5a;
-const T_ERROR = 0x45;
-
 let nextId = 1;
 
 export class Backend {
   readonly id = nextId++;
-  readonly socket: net.Socket;
+  /** The server connection (TCP, unix socket or TLS, from the transport). */
+  readonly stream: SessionStream;
   readonly processId: number;
   readonly secretKey: Buffer;
   /** Current reported values (ParameterStatus), updated as the server reports changes. */
@@ -40,10 +45,16 @@ export class Backend {
   /** The session's memo of the last client parameters this backend matched (see AttachedBackend). */
   readonly trackedMatch = { signature: '', version: -1 };
   readonly createdAt: number;
+  /** Wall-clock time it was opened (epoch ms), for display. */
+  readonly connectedAtWall = Date.now();
   lastUsedAt: number;
   /** Changed only by Pool.setState. */
   state: BackendState = 'idle';
   owner: BackendOwner | null = null;
+  /** The client the pool handed this backend to, when (clock ms) and after how long a wait (ms). */
+  holder: Waiter | null = null;
+  assignedAt = 0;
+  waitMs = 0;
   /** While resetting: ReadyForQuery messages still expected, and whether any query failed. */
   resetPending = 0;
   resetFailed = false;
@@ -54,26 +65,32 @@ export class Backend {
   constructor(
     c: BackendConnection,
     now: number,
+    private readonly batcher: WriteBatcher,
     private readonly events: { onResetDone(b: Backend): void; onClosed(b: Backend, reason: string): void },
   ) {
-    this.socket = c.socket;
+    this.stream = c.stream;
     this.decoder = c.decoder;
     this.processId = c.processId;
     this.secretKey = c.secretKey;
     this.parameters = c.parameters;
     this.createdAt = now;
     this.lastUsedAt = now;
-    this.writer = new BatchedWriter(c.socket);
+    this.writer = batcher.writer(c.stream);
     const input = c.input;
-    if (input === undefined) c.socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    else {
+    if (input === null) {
+      // TLS: 'data' events; the login left the stream paused.
+      c.stream.on('data', (chunk: Buffer) => this.onData(chunk));
+      c.stream.resume();
+    } else {
       input.setConsumer((chunk) => this.onRead(chunk, input));
-      // Bytes that came between the login and now wait in the decoder: route them (next turn: the
-      // pool places this backend first).
-      if (c.decoder.bufferedBytes > 0) queueMicrotask(() => this.onData(Buffer.alloc(0)));
     }
-    c.socket.on('error', (e: Error) => this.lost(e.message));
-    c.socket.on('close', () => this.lost('server closed the connection'));
+    // Bytes that came between the login and now wait in the decoder: route them (next turn: the
+    // pool places this backend first).
+    if (c.decoder.bufferedBytes > 0) queueMicrotask(() => this.onData(Buffer.alloc(0)));
+    c.stream.on('error', (e: Error) => this.lost(e.message));
+    // The transport keeps half-open streams open; a server never half-closes, so its end is the end.
+    c.stream.on('end', () => this.lost('server closed the connection'));
+    c.stream.on('close', () => this.lost('server closed the connection'));
   }
 
   /** Forwarded client messages: collected and written once per event-loop turn. */
@@ -84,15 +101,35 @@ export class Backend {
   /** The pooler's own queries (rollback, reset, health check): written at once, after anything collected. */
   writeNow(bytes: Buffer): boolean {
     this.writer.flush();
-    return this.socket.write(bytes);
+    return this.stream.write(bytes);
+  }
+
+  /** Stop reading the server until `resume()` (its client is not reading). */
+  pause(): void {
+    this.stream.pause();
+  }
+
+  resume(): void {
+    if (this.state !== 'closed') this.stream.resume();
+  }
+
+  /** Calls `fn` once when the server connection can take writes again. */
+  onceWritable(fn: () => void): void {
+    this.stream.once('drain', fn);
   }
 
   /** Closes the connection politely (Terminate) or abruptly; the pool hears of it via onClosed. */
   close(): void {
-    if (this.socket.destroyed) return;
+    if (this.stream.destroyed) return;
     this.writer.flush();
-    this.socket.end(TERMINATE);
-    this.socket.destroySoon();
+    this.stream.end(TERMINATE);
+    // A server that does not close its end after Terminate must not hold the connection open.
+    this.stream.once('finish', () => this.stream.destroy());
+  }
+
+  /** Drops the connection at once (the pool already forgot it). */
+  destroy(): void {
+    this.stream.destroy();
   }
 
   /**
@@ -101,9 +138,9 @@ export class Backend {
    * a view of it: a partial message in the decoder, or a write that kept its bytes.
    */
   private onRead(chunk: Buffer, input: SocketInput): void {
-    BatchedWriter.beginCycle();
+    this.batcher.beginCycle();
     this.onData(chunk);
-    if (!BatchedWriter.flushAll() || this.decoder.bufferedBytes > 0) input.retain();
+    if (!this.batcher.flushAll() || this.decoder.bufferedBytes > 0) input.retain();
   }
 
   private onData(chunk: Buffer): void {
@@ -111,13 +148,13 @@ export class Backend {
       this.decoder.push(chunk);
       for (let m = this.decoder.nextRaw(); m !== undefined; m = this.decoder.nextRaw()) this.route(m);
     } catch (e) {
-      this.socket.destroy();
+      this.stream.destroy();
       this.lost(`protocol error from server: ${(e as Error).message}`);
     }
   }
 
   private route(m: RawMessage): void {
-    if (m.type === T_PARAMETER_STATUS) {
+    if (m.type === MessageType.ParameterStatus) {
       const p = decodeBackendMessage(m.bytes);
       if (p.type === 'ParameterStatus' && this.parameters.get(p.name) !== p.value) {
         this.parameters.set(p.name, p.value);
@@ -129,12 +166,12 @@ export class Backend {
         this.owner?.onBackendMessage(m);
         return;
       case 'resetting':
-        if (m.type === T_ERROR) this.resetFailed = true;
-        if (m.type === T_READY && readyForQueryStatus(m.bytes) !== undefined && --this.resetPending === 0) this.events.onResetDone(this);
+        if (m.type === MessageType.ErrorResponse) this.resetFailed = true;
+        if (m.type === MessageType.ReadyForQuery && readyForQueryStatus(m.bytes) !== undefined && --this.resetPending === 0) this.events.onResetDone(this);
         return;
       case 'idle':
         // Only asynchronous messages can arrive; an error here means the server is ending us.
-        if (m.type === T_ERROR) this.socket.destroy();
+        if (m.type === MessageType.ErrorResponse) this.stream.destroy();
         return;
       case 'closed':
         return;

@@ -1,16 +1,22 @@
-// Logging in to the real PostgreSQL server: TCP connect, StartupMessage, whatever authentication
-// the server asks for (SCRAM-SHA-256, md5, cleartext password, trust), then ParameterStatus and
-// BackendKeyData until the first ReadyForQuery. Returns the socket with its decoder, ready to use.
-import net from 'node:net';
-import { BackendDecoder, encodeFrontend, encodeStartupPacket, errorResponse, PROTOCOL_3_0, SQLSTATE } from '@quicpool/wire';
-import type { BackendMessage, NoticeFields } from '@quicpool/wire';
-import { md5Response, md5Secret } from '../auth/md5.js';
-import { SCRAM_SHA_256, ScramClient } from '../auth/scram.js';
+// The driver of a server login: dials the server through the transport (backend/dial.ts), feeds
+// the login machine (backend/login.ts) what the server sends and carries out what it answers
+// (writes, the SCRAM derivation), bounded by the login timeout of the pooler's clock. Resolves
+// with the stream, its decoder and what the server told us, ready to carry client traffic.
+import { BackendDecoder } from '@quicpool/wire';
+import type { SessionStream } from '@quicpool/transport';
+import { deriveSaltedPassword } from '../auth/scram.js';
+import type { Clock } from '../core/clock.js';
+import { describeServer, dialServer } from './dial.js';
+import type { DialedServer, ServerAddress } from './dial.js';
+import type { ReadInto } from '@quicpool/transport';
+import { BackendLoginError, ServerLogin } from './login.js';
+import type { LoginAction } from './login.js';
 import { SocketInput } from './socket-input.js';
 
+export { BackendLoginError } from './login.js';
+
 export interface BackendLogin {
-  readonly host: string;
-  readonly port: number;
+  readonly server: ServerAddress;
   readonly database: string;
   readonly user: string;
   readonly password: string | undefined;
@@ -18,157 +24,116 @@ export interface BackendLogin {
 }
 
 export interface BackendConnection {
-  readonly socket: net.Socket;
+  readonly stream: SessionStream;
   readonly decoder: BackendDecoder;
   readonly parameters: Map<string, string>;
   readonly processId: number;
   readonly secretKey: Buffer;
   /**
-   * The socket's bytes (it is read with `onread`: it emits no 'data'): the login feeds them to
-   * `decoder` until the Backend takes them over with setConsumer. Absent: read 'data' events.
+   * The stream's bytes when it reads into a reused buffer (TCP, unix socket: it emits no 'data'):
+   * the login fed them to `decoder` until the Backend takes the input over with setConsumer.
+   * Null for TLS: the stream is paused with 'data' events to come.
    */
-  readonly input?: SocketInput;
+  readonly input: SocketInput | null;
 }
 
-/** Login failed: `fields` are the server's ErrorResponse fields when it sent one. */
-export class BackendLoginError extends Error {
-  override readonly name = 'BackendLoginError';
-  constructor(
-    message: string,
-    readonly fields: NoticeFields | undefined,
-  ) {
-    super(message);
-  }
+/** How the connection is opened: the server's address by default; a virtual database opens its own. */
+export type OpenServer = (o: { connectTimeoutMs: number; readInto: ReadInto }) => Promise<DialedServer>;
 
-  /** The ErrorResponse a waiting client gets: the server's own (its SQLSTATE kept), else 08006. */
-  toErrorResponse(): Buffer {
-    const f = this.fields;
-    if (f === undefined) return errorResponse('FATAL', SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, this.message);
-    const { S: _s, V: _v, C: code, M: message, ...extra } = f;
-    return errorResponse('FATAL', code ?? SQLSTATE.CONNECTION_FAILURE, message ?? this.message, pick(extra, 'DH'));
-  }
-}
-
-function pick(fields: NoticeFields, codes: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const c of codes) if (fields[c] !== undefined) out[c] = fields[c];
-  return out;
-}
-
-export function connectBackend(login: BackendLogin): Promise<BackendConnection> {
+export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServer = (o) => dialServer(login.server, o)): Promise<BackendConnection> {
   return new Promise<BackendConnection>((resolve, reject) => {
+    const machine = new ServerLogin(login);
+    const decoder = new BackendDecoder();
+    let stream: SessionStream | null = null;
+    let deriving = false;
+    let settled = false;
     // During the login every chunk is kept (the decoder may hold views of it): not worth a copy.
     const input = new SocketInput((chunk) => {
       input.retain();
       onData(chunk);
     });
-    const socket = net.connect({ host: login.host, port: login.port, noDelay: true, onread: input.onread });
-    const decoder = new BackendDecoder();
-    const parameters = new Map<string, string>();
-    let processId = 0;
-    let secretKey = Buffer.alloc(0);
-    let scram: ScramClient | null = null;
-    let busy = false; // an async step (SCRAM's PBKDF2) is running: messages wait in the decoder
-    let done = false;
-
-    const timer = setTimeout(() => fail(new BackendLoginError(`server login timed out after ${login.connectTimeoutMs} ms`, undefined)), login.connectTimeoutMs);
-    const fail = (e: Error): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      reject(e instanceof BackendLoginError ? e : new BackendLoginError(`server login failed: ${e.message}`, undefined));
+    const fail = (e: unknown): void => {
+      if (settled) return;
+      settled = true;
+      clock.clearTimer(timer);
+      stream?.destroy();
+      reject(e instanceof BackendLoginError ? e : new BackendLoginError(`server login failed: ${e instanceof Error ? e.message : String(e)}`, undefined));
     };
-    const needPassword = (): string => {
-      if (login.password === undefined) throw new BackendLoginError(`server asks for a password for user "${login.user}" and none is configured`, undefined);
-      return login.password;
-    };
+    const timer = clock.setTimer(() => fail(new BackendLoginError(`server login timed out after ${login.connectTimeoutMs} ms`, undefined)), login.connectTimeoutMs);
+    const onClose = (): void => fail(new BackendLoginError(`${describeServer(login.server)} closed the connection during login`, undefined));
 
-    const onMessage = async (m: BackendMessage): Promise<boolean> => {
-      switch (m.type) {
-        case 'AuthenticationOk':
-        case 'NoticeResponse':
-        case 'NegotiateProtocolVersion':
-          return false;
-        case 'AuthenticationCleartextPassword':
-          socket.write(encodeFrontend({ type: 'PasswordMessage', password: needPassword() }));
-          return false;
-        case 'AuthenticationMD5Password':
-          socket.write(encodeFrontend({ type: 'PasswordMessage', password: md5Response(md5Secret(login.user, needPassword()), m.salt) }));
-          return false;
-        case 'AuthenticationSASL': {
-          if (!m.mechanisms.includes(SCRAM_SHA_256)) throw new BackendLoginError(`server offers no supported SASL mechanism (${m.mechanisms.join(', ')})`, undefined);
-          scram = new ScramClient(needPassword());
-          socket.write(encodeFrontend({ type: 'SASLInitialResponse', mechanism: SCRAM_SHA_256, data: scram.clientFirst() }));
-          return false;
-        }
-        case 'AuthenticationSASLContinue':
-          if (scram === null) throw new BackendLoginError('unexpected AuthenticationSASLContinue', undefined);
-          socket.write(encodeFrontend({ type: 'SASLResponse', data: await scram.clientFinal(m.data) }));
-          return false;
-        case 'AuthenticationSASLFinal':
-          if (scram === null) throw new BackendLoginError('unexpected AuthenticationSASLFinal', undefined);
-          scram.verifyServerFinal(m.data);
-          return false;
-        case 'ParameterStatus':
-          parameters.set(m.name, m.value);
-          return false;
-        case 'BackendKeyData':
-          processId = m.processId;
-          secretKey = Buffer.from(m.secretKey);
-          return false;
-        case 'ErrorResponse':
-          throw new BackendLoginError(`server refused login: ${m.fields['M'] ?? 'unknown error'}`, m.fields);
-        case 'ReadyForQuery':
-          return true;
-        default:
-          throw new BackendLoginError(`unexpected ${m.type} during server login`, undefined);
-      }
-    };
-
-    const pump = async (): Promise<void> => {
-      if (busy || done) return;
-      busy = true;
-      try {
-        for (let m = decoder.next(); m !== undefined; m = decoder.next()) {
-          if (await onMessage(m)) {
-            done = true;
-            clearTimeout(timer);
-            socket.off('error', fail);
-            socket.off('close', onClose);
+    const perform = (actions: readonly LoginAction[]): void => {
+      for (const a of actions) {
+        switch (a.type) {
+          case 'send':
+            stream?.write(a.bytes);
+            break;
+          case 'derive':
+            deriving = true;
+            deriveSaltedPassword(a.derivation).then(
+              (salted) => {
+                deriving = false;
+                perform(machine.handle({ type: 'derived', salted }));
+                pump();
+              },
+              fail,
+            );
+            break;
+          case 'ready': {
+            if (settled || stream === null) return;
+            settled = true;
+            clock.clearTimer(timer);
+            stream.off('error', fail);
+            stream.off('close', onClose);
+            stream.off('end', onClose);
+            stream.off('data', onData);
+            if (!readsInto) stream.pause(); // the Backend resumes it once it listens
             // Bytes that arrive before the Backend takes the input over wait in the decoder.
-            resolve({ socket, decoder, parameters, processId, secretKey, input });
+            resolve({ stream, decoder, input: readsInto ? input : null, ...a.result });
             return;
           }
-          if (done) return;
+          case 'failed':
+            fail(a.error);
+            return;
+          default: {
+            const never: never = a;
+            throw new Error(`unhandled login action ${JSON.stringify(never)}`);
+          }
+        }
+      }
+    };
+    const pump = (): void => {
+      try {
+        for (let m = deriving || settled ? undefined : decoder.next(); m !== undefined; m = deriving || settled ? undefined : decoder.next()) {
+          perform(machine.handle({ type: 'message', message: m }));
         }
       } catch (e) {
-        fail(e instanceof Error ? e : new Error(String(e)));
-      } finally {
-        busy = false;
+        fail(e);
       }
     };
     const onData = (chunk: Buffer): void => {
       try {
         decoder.push(chunk);
       } catch (e) {
-        fail(e as Error);
+        fail(e);
         return;
       }
-      void pump();
+      pump();
     };
-    const onClose = (): void => fail(new BackendLoginError('server closed the connection during login', undefined));
 
-    socket.on('error', fail);
-    socket.on('close', onClose);
-    socket.once('connect', () => {
-      socket.write(
-        encodeStartupPacket({
-          type: 'StartupMessage',
-          protocolVersion: PROTOCOL_3_0,
-          parameters: { user: login.user, database: login.database },
-        }),
-      );
-    });
+    let readsInto = false;
+    open({ connectTimeoutMs: login.connectTimeoutMs, readInto: input.readInto }).then((dialed) => {
+      if (settled) {
+        dialed.stream.destroy();
+        return;
+      }
+      stream = dialed.stream;
+      readsInto = dialed.readsInto;
+      stream.on('error', fail);
+      stream.on('close', onClose);
+      stream.on('end', onClose); // half-open streams: the server's end of the stream is the end
+      if (!readsInto) stream.on('data', onData);
+      perform(machine.start());
+    }, fail);
   });
 }

@@ -1,12 +1,15 @@
-// Reading a server socket without Node's Readable layer: net.connect's `onread` has libuv read
-// straight into a buffer of ours and calls us with the byte count (no 'data' event, no push/
-// addChunk/maybeReadMore, no new ArrayBuffer per read). The buffer is reused for the next read
+// Reading a server connection without Node's Readable layer: the transport's `readInto` (Node's
+// `onread`) has libuv read straight into a buffer of ours and calls us with the byte count (no
+// 'data' event, no push/addChunk/maybeReadMore, no new ArrayBuffer per read). The buffer is reused for the next read
 // unless the bytes just delivered may still be referenced (a partial message kept by the decoder,
 // a write that did not complete at once, a stream that keeps what it is given): then `retain()`
 // makes the next read go to a fresh buffer and the old one is left to whoever holds it.
 
+import type { ReadInto } from '@quicpool/transport';
+
 /** Node's default read size for streams. */
 const READ_SIZE = 64 * 1024;
+
 
 export type InputConsumer = (chunk: Buffer) => void;
 
@@ -16,8 +19,8 @@ export class SocketInput {
 
   constructor(private consumer: InputConsumer) {}
 
-  /** The `onread` option of net.connect for this input. */
-  readonly onread = {
+  /** The `readInto` option of the transport's dialers for this input. */
+  readonly readInto: ReadInto = {
     buffer: (): Buffer => {
       if (this.retained) {
         this.retained = false;

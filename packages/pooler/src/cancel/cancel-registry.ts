@@ -1,8 +1,11 @@
 // The pooler's own cancel keys: random, unguessable, one per client session. A CancelRequest
-// carrying one is turned into a CancelRequest with the real backend's key, sent to the server.
-import net from 'node:net';
+// carrying one is turned into a CancelRequest with the real backend's key, sent to the server on
+// a connection of its own (the protocol's way), through the same dialer as the backends.
 import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { encodeStartupPacket } from '@quicpool/wire';
+import { dialServer } from '../backend/dial.js';
+import type { ServerAddress } from '../backend/dial.js';
+import type { Clock } from '../core/clock.js';
 import type { CancelKey } from '../session/types.js';
 
 export class CancelRegistry<T> {
@@ -34,16 +37,27 @@ export class CancelRegistry<T> {
   }
 }
 
-/** Sends a CancelRequest to the real server on a new connection (the protocol's way). */
-export function sendCancelRequest(host: string, port: number, processId: number, secretKey: Buffer, timeoutMs = 5000): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const socket = net.connect({ host, port });
-    const timer = setTimeout(() => socket.destroy(), timeoutMs);
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      clearTimeout(timer);
+/**
+ * Sends a CancelRequest with the backend's key to the server and waits until the server closes
+ * that connection (or `timeoutMs`). Never rejects: a cancel that cannot be delivered is lost, as
+ * a client's own would be.
+ */
+export async function forwardCancel(server: ServerAddress, key: CancelKey, timeoutMs: number, clock: Clock): Promise<void> {
+  let dialed;
+  try {
+    dialed = await dialServer(server, { connectTimeoutMs: timeoutMs });
+  } catch {
+    return;
+  }
+  const stream = dialed.stream;
+  await new Promise<void>((resolve) => {
+    const timer = clock.setTimer(() => stream.destroy(), timeoutMs);
+    stream.on('error', () => undefined);
+    stream.on('close', () => {
+      clock.clearTimer(timer);
       resolve();
     });
-    socket.once('connect', () => socket.end(encodeStartupPacket({ type: 'CancelRequest', processId, secretKey })));
+    stream.resume();
+    stream.end(encodeStartupPacket({ type: 'CancelRequest', processId: key.processId, secretKey: key.secretKey }));
   });
 }

@@ -2,6 +2,7 @@
 // `resolvePoolerConfig` fills defaults, checks every value and precomputes secrets once, so the
 // session code never parses configuration on a client's time.
 import type { TlsServerOptions } from '@quicpool/transport';
+import type { ServerAddress, ServerTls } from '../backend/dial.js';
 import { md5Secret } from '../auth/md5.js';
 import { parseScramSecret, scramSecretFromPassword } from '../auth/scram.js';
 import type { ScramSecret } from '../auth/scram.js';
@@ -22,9 +23,25 @@ export interface UserConfig {
   readonly serverPassword?: string;
 }
 
+/** TLS to the server: verified (`verify-full`) unless `mode: 'require'` says encrypted only. */
+export interface ServerTlsConfig {
+  /** Default 'verify-full': the certificate must chain to `ca` and carry the server's name. */
+  readonly mode?: 'require' | 'verify-full';
+  /** CAs (PEM) the server's certificate must chain to; default Node's bundled public roots. */
+  readonly ca?: string;
+  /** Name the certificate must carry; default the server's host. */
+  readonly servername?: string;
+  /** Client certificate and key (PEM), for servers that ask for one. */
+  readonly cert?: string;
+  readonly key?: string;
+}
+
 export interface PoolerConfig {
-  /** The real PostgreSQL server. */
-  readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs?: number };
+  /**
+   * The real PostgreSQL server: a host name or IP, or a directory holding its unix socket
+   * (`<host>/.s.PGSQL.<port>`, as libpq); `tls` asks for TLS after SSLRequest (TCP only).
+   */
+  readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs?: number; readonly tls?: ServerTlsConfig };
   readonly users: Readonly<Record<string, UserConfig>>;
   readonly pool?: Partial<PoolSettings>;
   /** Client sessions over all pools; the next gets 53300. Default 10 000. */
@@ -63,7 +80,7 @@ export interface ResolvedUser {
 }
 
 export interface ResolvedPoolerConfig {
-  readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs: number };
+  readonly server: ServerAddress & { readonly connectTimeoutMs: number };
   readonly users: ReadonlyMap<string, ResolvedUser>;
   readonly pool: PoolSettings;
   readonly maxClientConnections: number;
@@ -114,6 +131,20 @@ function resolveUser(name: string, u: UserConfig): ResolvedUser {
   };
 }
 
+function resolveServerTls(host: string, t: ServerTlsConfig): ServerTls {
+  const mode = t.mode ?? 'verify-full';
+  if (mode !== 'verify-full' && mode !== 'require') throw new ConfigError(`server.tls.mode: must be 'verify-full' or 'require', got ${JSON.stringify(mode)}`);
+  if (host.startsWith('/')) throw new ConfigError('server.tls: the server is reached over its unix socket (host is a directory); TLS is for TCP');
+  if ((t.cert === undefined) !== (t.key === undefined)) throw new ConfigError('server.tls: cert and key go together');
+  return {
+    mode,
+    ...(t.ca !== undefined ? { ca: t.ca } : {}),
+    ...(t.servername !== undefined ? { servername: t.servername } : {}),
+    ...(t.cert !== undefined ? { cert: t.cert } : {}),
+    ...(t.key !== undefined ? { key: t.key } : {}),
+  };
+}
+
 function count(key: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) throw new ConfigError(`${key}: must be a whole number >= ${min}, got ${value}`);
   return value;
@@ -134,6 +165,7 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
       host: c.server.host,
       port: count('server.port', c.server.port, 1),
       connectTimeoutMs: count('server.connectTimeoutMs', c.server.connectTimeoutMs ?? 10_000, 1),
+      ...(c.server.tls !== undefined ? { tls: resolveServerTls(c.server.host, c.server.tls) } : {}),
     },
     users,
     pool,

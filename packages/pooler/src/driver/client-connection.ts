@@ -1,69 +1,125 @@
 // The thin driver of one client session: decodes the client's bytes into events for the
-// ClientSession state machine and carries out its actions on the stream, the pool and the clock.
-import net from 'node:net';
-import { decodeBackendMessage, decodeStartupPacket, FrontendDecoder, ProtocolError } from '@quicpool/wire';
+// ClientSession state machine and carries out its actions on the stream, the pool, the backend
+// and the clock. It keeps I/O handles only (the stream and its writer, the attached backend, the
+// pool, timers, read pauses) plus the traffic counted for the pool; every decision and every fact
+// about the session comes from the machine.
+import { decodeStartupPacket, FrontendDecoder, ProtocolError } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
-import { QuicSessionStream, upgradeToTls } from '@quicpool/transport';
-import type { SessionStream } from '@quicpool/transport';
-import type { Backend, BackendOwner } from '../backend/backend.js';
-import { BackendLoginError } from '../backend/connect.js';
-import type { Pool, Waiter } from '../pool/pool.js';
+import { upgradeToTls } from '@quicpool/transport';
+import type { SessionInfo, SessionStream } from '@quicpool/transport';
+import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
+import { BackendLoginError, fatal } from '../backend/login.js';
+import type { Timer } from '../core/clock.js';
+import type { ClientHandle, PoolerCore } from '../core/pooler-core.js';
+import type { ClientRow, ClientState } from '../core/view.js';
+import type { BatchedWriter } from '../core/write-batcher.js';
+import type { Pool } from '../pool/pool.js';
 import { ClientSession } from '../session/client-session.js';
-import type { SessionAction, SessionEvent, SessionTimer } from '../session/types.js';
-import { BatchedWriter } from './batched-writer.js';
-import type { PoolerCore } from './pooler-core.js';
+import type { CancelKey, EncodedError, SessionAction, SessionEvent, SessionTimer } from '../session/types.js';
 
-type PauseReason = 'waiting' | 'backendFull' | 'tls';
+/** Why reading the client is paused (bits: several may hold at once). */
+const PAUSED_WAITING = 1;
+const PAUSED_BACKEND_FULL = 2;
+const PAUSED_TLS = 4;
 
 /**
  * A client waiting for a backend is paused only once this much of its input is queued: a client
  * that sends one request and waits (the common case) costs no pause/resume per transaction.
  */
 const WAITING_PAUSE_BYTES = 64 * 1024;
+/** A client that does not read after we ended its stream is cut off after this long. */
+const CLOSE_LINGER_MS = 5_000;
 
-export class ClientConnection implements Waiter, BackendOwner {
+export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   readonly session: ClientSession;
   private stream: SessionStream;
   private writer: BatchedWriter;
   private readonly decoder: FrontendDecoder;
-  backend: Backend | null = null;
-  private waitingForBackend = false;
+  private backend: Backend | null = null;
   private pool: Pool | null = null;
+  /** The backend's key while a request runs on it (what a CancelRequest interrupts), else null. */
   private cancelProcessId = 0;
   private readonly queue: SessionEvent[] = [];
-  private running = false;
+  private dispatching = false;
   /** The session threw once (malformed bytes found late): it got its 08P01; a second throw is a bug. */
   private broken = false;
-  private closed = false;
-  private readonly pauses = new Set<PauseReason>();
+  private ended = false;
+  private paused = 0;
   private backendPaused: Backend | null = null;
-  private readonly timers = new Map<SessionTimer, NodeJS.Timeout>();
-  /** The (database, user) admission this session holds, released once on close. */
-  admittedPool: string | null = null;
-  /** Traffic not yet added to the pool's totals (added per transaction, and at close). */
+  private readonly timers = new Map<SessionTimer, Timer>();
+  /** The pool key this session was admitted to, released once when it ends. */
+  private admittedKey: string | null = null;
+  private readonly connectedAt = Date.now();
+  private readonly startedAt: number;
+  /** Traffic not yet added to the pool's totals (added per transaction, and at the end). */
   private receivedBytes = 0;
   private sentBytes = 0;
   private queriesCounted = 0;
-  private queryMicros = 0;
-  /** performance.now() when the session's 'query' timer was armed (a request went out), else -1. */
+  private queryMs = 0;
+  /** Clock time the session's 'query' timer was armed (a request went out), else -1. */
   private queryStartedAt = -1;
-  /** The login is over (logged in, or its failure reported): the per-event login check stops. */
-  private loginDone = false;
 
   constructor(
     stream: SessionStream,
     private readonly core: PoolerCore,
   ) {
     this.stream = stream;
-    this.writer = new BatchedWriter(stream);
+    this.writer = core.batcher.writer(stream);
     this.decoder = new FrontendDecoder({ maxMessageSize: core.config.maxMessageSize });
-    this.session = new ClientSession(core.sessionContext(this, stream.info.kind));
+    this.session = new ClientSession(core.sessionContext(this, (key) => (this.admittedKey = key)));
+    this.startedAt = core.clock.now();
     this.bind(stream);
     // Startup and authentication are bounded in time (Postgres's authentication_timeout).
-    const auth = setTimeout(() => this.dispatch({ type: 'timeout', timer: 'authentication' }), core.config.authTimeoutMs);
-    auth.unref();
-    this.timers.set('authentication', auth);
+    this.setTimer('authentication', true);
   }
+
+  get info(): SessionInfo {
+    return this.stream.info;
+  }
+
+  // --- ClientHandle ----------------------------------------------------------------------------
+
+  row(): ClientRow {
+    return {
+      info: this.stream.info,
+      connectedAt: this.connectedAt,
+      database: this.session.database,
+      user: this.session.user,
+      state: this.state(),
+      pinned: this.session.isPinned,
+      preparedStatements: this.session.preparedStatementCount,
+    };
+  }
+
+  private state(): ClientState {
+    switch (this.session.phase) {
+      case 'startup':
+      case 'authenticating':
+      case 'connecting':
+        return 'login';
+      case 'waiting':
+        return 'waiting';
+      case 'attached':
+        return 'active';
+      case 'idle':
+      case 'closed':
+        return 'idle';
+      default: {
+        const never: never = this.session.phase;
+        throw new Error(`unhandled phase ${String(never)}`);
+      }
+    }
+  }
+
+  shutdown(graceful: boolean): void {
+    this.dispatch({ type: 'shutdown', graceful });
+  }
+
+  runningRequest(): CancelKey | null {
+    return this.session.busy ? this.backend : null;
+  }
+
+  // --- the client stream -----------------------------------------------------------------------
 
   private bind(stream: SessionStream): void {
     stream.on('data', this.onData);
@@ -85,17 +141,15 @@ export class ClientConnection implements Waiter, BackendOwner {
     this.receivedBytes += chunk.length;
     try {
       this.decoder.push(chunk);
-      for (let m = this.decoder.nextRaw(); m !== undefined && !this.closed && !this.pauses.has('tls'); m = this.decoder.nextRaw()) {
+      for (let m = this.decoder.nextRaw(); m !== undefined && !this.ended && (this.paused & PAUSED_TLS) === 0; m = this.decoder.nextRaw()) {
         this.onClientMessage(m);
       }
-      if (this.waitingForBackend && this.session.pendingBytes >= WAITING_PAUSE_BYTES && !this.pauses.has('waiting')) this.pause('waiting');
+      if (this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
     } catch (e) {
       this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
     }
-    // What this chunk caused leaves now (one write per stream, as at the end of the turn) instead of
-    // in a nextTick. Only for sockets: an in-memory peer gets our bytes synchronously, inside the
-    // write() that delivered its own, before it is ready for them.
-    if (this.stream instanceof net.Socket) BatchedWriter.flushAll();
+    // What this chunk caused leaves now (one write per stream, as at the end of the turn).
+    if (this.stream.writeBatching === 'per-read') this.core.batcher.flushAll();
   };
 
   private onClientMessage(m: RawMessage): void {
@@ -103,13 +157,15 @@ export class ClientConnection implements Waiter, BackendOwner {
     else this.dispatch({ type: 'clientMessage', message: m });
   }
 
+  // --- the machine -----------------------------------------------------------------------------
+
   /** Events are handled one at a time, in order, even when an action causes another event. */
   dispatch(e: SessionEvent): void {
-    if (this.running) {
+    if (this.dispatching) {
       this.queue.push(e);
       return;
     }
-    this.running = true;
+    this.dispatching = true;
     let first: SessionEvent | undefined = e;
     if (this.queue.length > 0) {
       // Left over by a throw: those events still go first.
@@ -119,22 +175,19 @@ export class ClientConnection implements Waiter, BackendOwner {
     try {
       // The event itself first, then whatever its actions queued (the queue stays empty nearly always).
       for (let ev = first; ev !== undefined; ev = this.queue.length > 0 ? this.queue.shift() : undefined) {
-        const phase = this.session.phase;
-        const actions = this.session.handle(ev);
-        if (!this.loginDone) this.loginProgress(phase, actions);
-        for (const a of actions) this.perform(a);
+        for (const a of this.session.handle(ev)) this.perform(a);
       }
-    } catch (e) {
+    } catch (err) {
       // Malformed client bytes can surface late (a queued Parse or Bind is only decoded when a
       // backend arrives, inside a pool or socket callback): they end this session with 08P01
       // instead of escaping into that callback, where they would crash the pooler.
       this.queue.length = 0;
-      this.running = false;
-      if (this.broken) throw e;
+      this.dispatching = false;
+      if (this.broken) throw err;
       this.broken = true;
-      this.dispatch({ type: 'protocolError', message: e instanceof Error ? e.message : String(e) });
+      this.dispatch({ type: 'protocolError', message: err instanceof Error ? err.message : String(err) });
     } finally {
-      this.running = false;
+      this.dispatching = false;
     }
   }
 
@@ -146,39 +199,43 @@ export class ClientConnection implements Waiter, BackendOwner {
           // Backpressure: stop reading the server until the client catches up.
           const b = this.backend;
           this.backendPaused = b;
-          b.socket.pause();
+          b.pause();
           this.stream.once('drain', () => this.resumeBackend());
         }
         return;
       case 'sendToBackend': {
         const b = this.backend;
         if (b === null) return;
-        if (!b.write(a.bytes) && !this.pauses.has('backendFull')) {
-          this.pause('backendFull');
-          b.socket.once('drain', () => this.resume('backendFull'));
+        if (!b.write(a.bytes) && (this.paused & PAUSED_BACKEND_FULL) === 0) {
+          this.pause(PAUSED_BACKEND_FULL);
+          b.onceWritable(() => this.resume(PAUSED_BACKEND_FULL));
         }
         return;
       }
       case 'startTls':
         return this.startTls();
       case 'cancel': {
-        const early = unconfirmedEarlyData(this.stream);
-        if (early === null) return this.core.cancel(a.processId, a.secretKey);
         // 0-RTT replay policy: a replayed CancelRequest never sees its handshake confirmed.
-        early.handshakeConfirmed().then(() => this.core.cancel(a.processId, a.secretKey), () => undefined);
+        const replay = this.stream.replayWindow();
+        if (replay === null) return this.core.cancel(a.processId, a.secretKey);
+        replay.then(() => this.core.cancel(a.processId, a.secretKey), () => undefined);
         return;
       }
       case 'authenticated':
         return this.onAuthenticated(a.database, a.user);
+      case 'loggedIn':
+        this.core.emit({ type: 'loggedIn', info: this.stream.info, database: this.session.database, user: this.session.user });
+        return;
+      case 'loginFailed':
+        this.core.emit({ type: 'loginFailed', info: this.stream.info, database: this.session.database, user: this.session.user, stage: a.stage, sqlstate: a.sqlstate, reason: a.reason });
+        return;
       case 'requestBackend':
         if (this.pool === null) return;
-        this.waitingForBackend = true;
         this.pool.acquire(this);
         // Only a real wait with much queued pauses the client (see WAITING_PAUSE_BYTES; onData checks again).
-        if (this.waitingForBackend && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause('waiting');
+        if (this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
         return;
       case 'withdrawRequest':
-        this.waitingForBackend = false;
         this.pool?.withdraw(this);
         return;
       case 'releaseBackend': {
@@ -186,7 +243,7 @@ export class ClientConnection implements Waiter, BackendOwner {
         if (b === null || this.pool === null) return;
         this.backend = null;
         this.resumeBackend();
-        this.resume('backendFull');
+        this.resume(PAUSED_BACKEND_FULL);
         this.addTraffic(this.pool);
         this.pool.release(b, a.facts);
         return;
@@ -195,7 +252,7 @@ export class ClientConnection implements Waiter, BackendOwner {
         if (a.timer === 'query') this.timeQuery(a.armed);
         return this.setTimer(a.timer, a.armed);
       case 'close':
-        return this.close();
+        return this.end();
       default: {
         const never: never = a;
         throw new Error(`unhandled session action ${JSON.stringify(never)}`);
@@ -203,53 +260,15 @@ export class ClientConnection implements Waiter, BackendOwner {
     }
   }
 
-  /**
-   * Reports the end of a login to the operator hooks (logs): logged in once the session first
-   * leaves startup/authentication/connecting, failed when an admitted session closes before that.
-   * Sessions refused at admission (reported as such) and ones that never sent a StartupMessage
-   * (CancelRequest, probes) are neither.
-   */
-  private loginProgress(before: ClientSession['phase'], actions: readonly SessionAction[]): void {
-    const s = this.session;
-    switch (s.phase) {
-      case 'startup':
-      case 'authenticating':
-      case 'connecting':
-        return;
-      case 'closed': {
-        this.loginDone = true;
-        if (this.admittedPool === null) return;
-        const stage = before === 'connecting' ? 'server login' : 'authentication';
-        let error: { sqlstate: string; message: string } | undefined;
-        for (const a of actions) if (a.type === 'sendToClient') error = fatalOf(a.bytes) ?? error;
-        let reason = error?.message ?? (stage === 'authentication' ? 'the client closed the connection during authentication' : 'the client closed the connection during server login');
-        // The client only learns "password authentication failed"; the operator also learns why.
-        if (stage === 'authentication' && this.core.config.users.get(s.user) === undefined) reason += ' (no such user in the config)';
-        this.core.control.clientLoginFailed(this, { database: s.database, user: s.user, stage, sqlstate: error?.sqlstate ?? null, reason });
-        return;
-      }
-      case 'idle':
-      case 'waiting':
-      case 'attached':
-        this.loginDone = true;
-        this.core.control.clientLoggedIn(this, s.database, s.user);
-        return;
-      default: {
-        const never: never = s.phase;
-        throw new Error(`unhandled phase ${String(never)}`);
-      }
-    }
-  }
-
   private onAuthenticated(database: string, user: string): void {
-    const early = unconfirmedEarlyData(this.stream);
-    if (early !== null) {
+    const replay = this.stream.replayWindow();
+    if (replay !== null) {
       // 0-RTT replay policy: startup and authentication may run on early data (no side effects);
       // nothing reaches a backend before the QUIC handshake is confirmed, which a replayed
       // connection never achieves. The client's queries wait queued until then (~1 RTT at most).
-      early.handshakeConfirmed().then(
+      replay.then(
         () => {
-          if (!this.closed) this.onAuthenticated(database, user);
+          if (!this.ended) this.onAuthenticated(database, user);
         },
         () => this.dispatch({ type: 'clientClosed' }),
       );
@@ -259,38 +278,33 @@ export class ClientConnection implements Waiter, BackendOwner {
     this.pool = pool;
     pool.parameters().then(
       (parameters) => {
-        if (this.closed) return;
-        const cancelKey = this.core.cancelKeys.register(this, this.session.protocolMinor);
+        if (this.ended) return;
+        const cancelKey = this.core.registerCancelKey(this, this.session.protocolMinor);
         this.cancelProcessId = cancelKey.processId;
         this.dispatch({ type: 'serverParameters', parameters, cancelKey });
       },
-      (e: unknown) => {
-        const error = e instanceof BackendLoginError ? e.toErrorResponse() : new BackendLoginError(String(e), undefined).toErrorResponse();
-        this.dispatch({ type: 'backendUnavailable', error });
-      },
+      (e: unknown) => this.dispatch({ type: 'backendUnavailable', error: e instanceof BackendLoginError ? e.toEncodedError() : fatal('08001', String(e)) }),
     );
   }
 
-  // Waiter
+  // --- Waiter, BackendOwner --------------------------------------------------------------------
+
   onBackend(b: Backend): void {
-    if (this.closed) {
-      // Lost the race with our own close: give it straight back, untouched.
+    if (this.ended) {
+      // Lost the race with our own end: give it straight back, untouched.
       this.pool?.release(b, { status: 'I', busy: false, dirty: false });
       return;
     }
     b.owner = this;
     this.backend = b;
-    this.waitingForBackend = false;
-    if (this.pauses.has('waiting')) this.resume('waiting');
+    this.resume(PAUSED_WAITING);
     this.dispatch({ type: 'backendAttached', backend: b });
   }
 
-  onError(error: Buffer): void {
-    this.waitingForBackend = false;
+  onError(error: EncodedError): void {
     this.dispatch({ type: 'backendUnavailable', error });
   }
 
-  // BackendOwner
   onBackendMessage(message: RawMessage): void {
     this.dispatch({ type: 'backendMessage', message });
   }
@@ -301,28 +315,32 @@ export class ClientConnection implements Waiter, BackendOwner {
     this.dispatch({ type: 'backendLost', reason });
   }
 
+  // --- reading pauses, traffic, timers ---------------------------------------------------------
+
   private resumeBackend(): void {
     const b = this.backendPaused;
     this.backendPaused = null;
-    if (b !== null && b.state !== 'closed') b.socket.resume();
+    b?.resume();
   }
 
-  private pause(reason: PauseReason): void {
-    this.pauses.add(reason);
+  private pause(reason: number): void {
+    if ((this.paused & reason) !== 0) return;
+    this.paused |= reason;
     this.stream.pause();
   }
 
-  private resume(reason: PauseReason): void {
-    if (!this.pauses.delete(reason)) return;
-    if (this.pauses.size === 0 && !this.closed) this.stream.resume();
+  private resume(reason: number): void {
+    if ((this.paused & reason) === 0) return;
+    this.paused &= ~reason;
+    if (this.paused === 0 && !this.ended) this.stream.resume();
   }
 
   /** The 'query' timer runs exactly while requests are out: it times the pool's query totals. */
   private timeQuery(armed: boolean): void {
     if (armed) {
-      if (this.queryStartedAt < 0) this.queryStartedAt = performance.now();
+      if (this.queryStartedAt < 0) this.queryStartedAt = this.core.clock.now();
     } else if (this.queryStartedAt >= 0) {
-      this.queryMicros += (performance.now() - this.queryStartedAt) * 1000;
+      this.queryMs += this.core.clock.now() - this.queryStartedAt;
       this.queryStartedAt = -1;
     }
   }
@@ -330,9 +348,9 @@ export class ClientConnection implements Waiter, BackendOwner {
   /** Adds the traffic since the last call to the pool's totals (numbers only: nothing allocated). */
   private addTraffic(pool: Pool): void {
     const queries = this.session.queriesAnswered;
-    pool.addTraffic(queries - this.queriesCounted, this.queryMicros, this.receivedBytes, this.sentBytes);
+    pool.addTraffic(queries - this.queriesCounted, this.queryMs * 1000, this.receivedBytes, this.sentBytes);
     this.queriesCounted = queries;
-    this.queryMicros = 0;
+    this.queryMs = 0;
     this.receivedBytes = 0;
     this.sentBytes = 0;
   }
@@ -340,31 +358,33 @@ export class ClientConnection implements Waiter, BackendOwner {
   private setTimer(timer: SessionTimer, armed: boolean): void {
     // Most timers are off (0 ms) and were never armed: nothing to clear, nothing to arm.
     if (this.timers.size === 0 && !armed) return;
+    const clock = this.core.clock;
     const old = this.timers.get(timer);
     if (old !== undefined) {
-      clearTimeout(old);
+      clock.clearTimer(old);
       this.timers.delete(timer);
     }
     const ms = this.timeoutOf(timer);
-    if (!armed || ms <= 0 || this.closed) return;
-    const t = setTimeout(() => this.dispatch({ type: 'timeout', timer }), ms);
-    t.unref();
-    this.timers.set(timer, t);
+    if (!armed || ms <= 0 || this.ended) return;
+    this.timers.set(timer, clock.setTimer(() => {
+      this.timers.delete(timer);
+      this.dispatch({ type: 'timeout', timer });
+    }, ms));
   }
 
   private timeoutOf(timer: SessionTimer): number {
-    const settings = this.core.config.pool;
+    const config = this.core.config;
     switch (timer) {
       case 'authentication':
-        return this.core.config.authTimeoutMs;
+        return config.authTimeoutMs;
       case 'authFailure':
-        return this.core.config.authFailureDelayMs;
+        return config.authFailureDelayMs;
       case 'clientIdle':
-        return settings.clientIdleTimeoutMs;
+        return config.pool.clientIdleTimeoutMs;
       case 'idleInTransaction':
-        return settings.idleTransactionTimeoutMs;
+        return config.pool.idleTransactionTimeoutMs;
       case 'query':
-        return settings.queryTimeoutMs;
+        return config.pool.queryTimeoutMs;
       default: {
         const never: never = timer;
         throw new Error(`unknown timer ${String(never)}`);
@@ -372,10 +392,12 @@ export class ClientConnection implements Waiter, BackendOwner {
     }
   }
 
+  // --- TLS and the end -------------------------------------------------------------------------
+
   private startTls(): void {
     const tls = this.core.config.tls;
     if (tls === undefined) return;
-    this.pause('tls');
+    this.pause(PAUSED_TLS);
     this.writer.flush();
     const raw = this.stream;
     this.unbind(raw);
@@ -383,21 +405,21 @@ export class ClientConnection implements Waiter, BackendOwner {
     upgradeToTls(raw, tls).then(
       (secure) => {
         this.stream = secure;
-        this.core.control.clientUpgraded(this, secure.info);
-        this.writer = new BatchedWriter(secure);
+        this.writer = this.core.batcher.writer(secure);
         this.bind(secure);
-        this.resume('tls');
+        this.resume(PAUSED_TLS);
       },
       () => this.dispatch({ type: 'clientClosed' }),
     );
   }
 
-  private close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const t of this.timers.values()) clearTimeout(t);
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const clock = this.core.clock;
+    for (const t of this.timers.values()) clock.clearTimer(t);
     this.timers.clear();
-    if (this.cancelProcessId !== 0) this.core.cancelKeys.unregister(this.cancelProcessId);
+    if (this.cancelProcessId !== 0) this.core.unregisterCancelKey(this.cancelProcessId);
     this.timeQuery(false);
     if (this.pool !== null) this.addTraffic(this.pool);
     this.resumeBackend();
@@ -407,28 +429,14 @@ export class ClientConnection implements Waiter, BackendOwner {
     stream.on('error', () => undefined);
     if (!stream.destroyed) {
       stream.end();
-      // A peer that never reads must not hold the socket open forever.
-      const t = setTimeout(() => stream.destroy(), 5000);
-      t.unref();
-      stream.once('close', () => clearTimeout(t));
+      // A peer that never reads must not hold the stream open forever.
+      const t = clock.setTimer(() => stream.destroy(), CLOSE_LINGER_MS);
+      stream.once('close', () => clock.clearTimer(t));
       stream.resume(); // drain (and discard) whatever the client still sends, so 'close' comes
     }
-    this.core.sessionClosed(this);
+    const info = this.stream.info;
+    this.core.emit({ type: 'closed', info, database: this.session.database, user: this.session.user, durationMs: clock.now() - this.startedAt });
+    this.core.closed(this, this.admittedKey);
+    this.admittedKey = null;
   }
-}
-
-/** SQLSTATE and message of an ErrorResponse the session sends (it sends each one as its own buffer). */
-function fatalOf(bytes: Buffer): { sqlstate: string; message: string } | undefined {
-  if (bytes[0] !== 0x45) return undefined;
-  try {
-    const m = decodeBackendMessage(bytes);
-    return m.type === 'ErrorResponse' ? { sqlstate: m.fields['C'] ?? '', message: m.fields['M'] ?? '' } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A QUIC stream that began in 0-RTT early data whose handshake is not confirmed yet, else null. */
-function unconfirmedEarlyData(stream: SessionStream): QuicSessionStream | null {
-  return stream instanceof QuicSessionStream && stream.info.quic?.earlyData === true && !stream.isHandshakeConfirmed ? stream : null;
 }

@@ -1,21 +1,26 @@
 // The backends of one (database, user) pair. Every backend sits in exactly one of the lists
 // below, matching its state, and moves only through setState. Clients that cannot get a backend
-// wait in a FIFO queue with a deadline (queryWaitTimeoutMs).
-import { encodeFrontend, errorResponse, SQLSTATE } from '@quicpool/wire';
+// wait in a FIFO queue with a deadline (queryWaitTimeoutMs). PAUSE is a state of the pool (as in
+// PgBouncer): waiters queue, nothing is handed out until resume(). The pool measures what it
+// serves (wait and transaction times, with the pooler's clock) and keeps every count of its own.
+import { encodeFrontend, SQLSTATE } from '@quicpool/wire';
 import type { PoolSettings } from '../config/pool-settings.js';
 import { Backend } from '../backend/backend.js';
-import type { BackendState } from '../backend/backend.js';
-import { BackendLoginError, connectBackend } from '../backend/connect.js';
+import type { BackendState, Waiter } from '../backend/backend.js';
+import { BackendLoginError } from '../backend/connect.js';
+import { fatal } from '../backend/login.js';
 import type { BackendConnection, BackendLogin } from '../backend/connect.js';
+import type { Clock, Timer } from '../core/clock.js';
+import { every } from '../core/clock.js';
+import type { WriteBatcher } from '../core/write-batcher.js';
 import type { ReleaseFacts } from '../session/types.js';
+import type { ServerRow } from '../core/view.js';
 
-export interface Waiter {
-  /** Called once with an 'active' backend, or onError once; never both. */
-  onBackend(b: Backend): void;
-  onError(errorResponse: Buffer): void;
-}
+export type { Waiter } from '../backend/backend.js';
 
 export interface PoolStats {
+  /** PAUSEd: waiters queue, no backend is handed out. */
+  readonly paused: boolean;
   readonly idle: number;
   readonly active: number;
   readonly resetting: number;
@@ -24,6 +29,13 @@ export interface PoolStats {
   readonly connectsTotal: number;
   readonly closedTotal: number;
   readonly waitTimeoutsTotal: number;
+  /** How long the longest waiting client has waited so far (ms; 0 when none waits). */
+  readonly maxWaitMs: number;
+  /** Backends handed to clients (one per transaction in transaction pooling), and the time they were held (ms). */
+  readonly xactCountTotal: number;
+  readonly xactTimeMsTotal: number;
+  /** Of those handed out, the time clients waited for them (ms; 0 for one served at once). */
+  readonly waitTimeMsTotal: number;
   /** Requests (Query, Sync, FunctionCall) answered with ReadyForQuery, since the pool was made. */
   readonly queryCountTotal: number;
   /** Time those requests ran (from the first request of a batch out to the ReadyForQuery that ends it), µs. */
@@ -33,12 +45,23 @@ export interface PoolStats {
   readonly sentBytesTotal: number;
 }
 
-export interface PoolDependencies {
-  readonly now: () => number;
-  readonly connect: (login: BackendLogin) => Promise<BackendConnection>;
+/** One backend handed to a client and given back: what it cost. */
+export interface TransactionServed {
+  readonly waiter: Waiter;
+  /** Time the client waited for the backend (ms). */
+  readonly waitMs: number;
+  /** Time the client held it (ms). */
+  readonly xactMs: number;
 }
 
-const realDeps: PoolDependencies = { now: () => Date.now(), connect: connectBackend };
+export interface PoolDependencies {
+  readonly clock: Clock;
+  readonly connect: (login: BackendLogin) => Promise<BackendConnection>;
+  /** The pooler's write batcher: every backend's writer collects through it. */
+  readonly batcher: WriteBatcher;
+  /** A backend came back from its client (for metrics); absent: nobody listens. */
+  readonly served?: (pool: Pool, t: TransactionServed) => void;
+}
 
 export class Pool {
   /** Idle backends, most recently used last (LIFO reuse keeps the working set warm). */
@@ -47,16 +70,20 @@ export class Pool {
   private readonly resetting = new Set<Backend>();
   private connecting = 0;
   /**
-   * Waiters in arrival order, each with its deadline (performance.now() ms; Infinity: no limit).
-   * Every waiter of a pool has the same timeout, so arrival order is deadline order and one timer,
-   * aimed at the oldest waiter, serves them all (no setTimeout/clearTimeout per wait).
+   * Waiters in arrival order, each with its arrival time (clock ms). Every waiter of a pool has
+   * the same timeout, so arrival order is deadline order and one timer, aimed at the oldest
+   * waiter, serves them all (no timer per wait). A client served at once never enters it.
    */
   private readonly waiters = new Map<Waiter, number>();
-  private waitTimer: NodeJS.Timeout | null = null;
+  private waitTimer: Timer | null = null;
   private parametersCache: ReadonlyMap<string, string> | undefined;
   private parametersPromise: Promise<ReadonlyMap<string, string>> | undefined;
-  private readonly maintenance: NodeJS.Timeout;
+  private readonly stopMaintenance: () => void;
   private closed = false;
+  private paused = false;
+  private xactCountTotal = 0;
+  private xactTimeMsTotal = 0;
+  private waitTimeMsTotal = 0;
   private connectsTotal = 0;
   private closedTotal = 0;
   private waitTimeoutsTotal = 0;
@@ -68,13 +95,43 @@ export class Pool {
   constructor(
     readonly database: string,
     readonly user: string,
+    /** This pool's own copy: a reload changes it in place (`updateSettings`). */
     readonly settings: PoolSettings,
     private readonly login: BackendLogin,
-    private readonly deps: PoolDependencies = realDeps,
+    private readonly deps: PoolDependencies,
   ) {
-    this.maintenance = setInterval(() => this.maintain(), 1000);
-    this.maintenance.unref();
+    this.stopMaintenance = every(deps.clock, 1000, () => this.maintain());
     this.maintain();
+  }
+
+  /** A reload: the new settings apply from now on (the object is read several times per transaction). */
+  updateSettings(next: PoolSettings): void {
+    Object.assign(this.settings, next);
+  }
+
+  /** Every server connection of the pool, for SHOW SERVERS. */
+  serverRows(): ServerRow[] {
+    const row = (b: Backend, state: ServerRow['state']): ServerRow => ({
+      database: this.database, user: this.user, state, info: b.stream.info, connectedAt: b.connectedAtWall, processId: b.processId,
+    });
+    return [...this.idle.map((b) => row(b, 'idle')), ...[...this.active].map((b) => row(b, 'active')), ...[...this.resetting].map((b) => row(b, 'resetting'))];
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /** PAUSE: clients that need a backend wait (counted, with their wait timeout); running transactions finish. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** RESUME: the waiters are served again, oldest first. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    for (let b = this.lastIdle(); b !== undefined && this.waiters.size > 0; b = this.lastIdle()) this.handOver(b, true);
+    this.refill();
   }
 
   /** True once a backend logged in (the pool's database and user are real). */
@@ -87,7 +144,9 @@ export class Pool {
   }
 
   stats(): PoolStats {
+    const oldest = this.waiters.values().next();
     return {
+      paused: this.paused,
       idle: this.idle.length,
       active: this.active.size,
       resetting: this.resetting.size,
@@ -96,6 +155,10 @@ export class Pool {
       connectsTotal: this.connectsTotal,
       closedTotal: this.closedTotal,
       waitTimeoutsTotal: this.waitTimeoutsTotal,
+      maxWaitMs: oldest.done === true ? 0 : this.deps.clock.now() - oldest.value,
+      xactCountTotal: this.xactCountTotal,
+      xactTimeMsTotal: this.xactTimeMsTotal,
+      waitTimeMsTotal: this.waitTimeMsTotal,
       queryCountTotal: this.queryCountTotal,
       queryTimeUsTotal: Math.round(this.queryTimeUsTotal),
       receivedBytesTotal: this.receivedBytesTotal,
@@ -129,21 +192,25 @@ export class Pool {
   }
 
   acquire(w: Waiter): void {
-    if (this.closed) return w.onError(errorResponse('FATAL', SQLSTATE.ADMIN_SHUTDOWN, 'the pool is shutting down'));
+    if (this.closed) return w.onError(fatal(SQLSTATE.ADMIN_SHUTDOWN, 'the pool is shutting down'));
+    const now = this.deps.clock.now();
+    if (this.paused) return this.enqueue(w, now);
     // The most recently used idle backend stays in the list until setState moves it (found at the end: O(1)).
     let b = this.lastIdle();
-    const now = b === undefined ? 0 : this.deps.now(); // one clock read for both checks
     // Past its lifetime: closed now rather than reused until the next maintenance tick.
     for (; b !== undefined && this.expired(b, now); b = this.lastIdle()) this.destroy(b);
     if (b !== undefined && !this.needsCheck(b, now)) {
       this.setState(b, 'active');
-      return this.deliver(w, b);
+      return this.deliver(w, b, now, 0);
     }
-    const ms = this.settings.queryWaitTimeoutMs;
-    this.waiters.set(w, ms > 0 ? performance.now() + ms : Infinity);
-    if (ms > 0) this.armWaitTimer();
+    this.enqueue(w, now);
     if (b !== undefined) this.check(b);
     else if (this.size < this.settings.poolSize) this.spawn();
+  }
+
+  private enqueue(w: Waiter, now: number): void {
+    this.waiters.set(w, now);
+    if (this.settings.queryWaitTimeoutMs > 0) this.armWaitTimer();
   }
 
   /** Idle long enough that it may have died quietly (server restart, network): check before reuse. */
@@ -153,18 +220,16 @@ export class Pool {
   }
 
   /** True while `w` is queued for a backend (not served, withdrawn or failed yet). */
-  protected isWaiting(w: Waiter): boolean {
+  isWaiting(w: Waiter): boolean {
     return this.waiters.has(w);
   }
 
-  /** Gives an 'active' backend to a waiter (served at once or after waiting); subclasses observe it. */
-  protected deliver(w: Waiter, b: Backend): void {
+  /** Gives an 'active' backend to a waiter (served at once or after waiting `waitMs`). */
+  private deliver(w: Waiter, b: Backend, now: number, waitMs: number): void {
+    b.holder = w;
+    b.assignedAt = now;
+    b.waitMs = waitMs;
     w.onBackend(b);
-  }
-
-  /** Fails a waiter that was queued (it is no longer in the queue); subclasses observe it. */
-  protected reject(w: Waiter, error: Buffer): void {
-    w.onError(error);
   }
 
   private needsCheck(b: Backend, now: number): boolean {
@@ -188,7 +253,8 @@ export class Pool {
   release(b: Backend, facts: ReleaseFacts): void {
     if (b.state !== 'active') return;
     b.owner = null;
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
+    this.served(b, now);
     b.lastUsedAt = now;
     if (facts.busy || this.closed || this.expired(b, now)) return this.destroy(b);
     const rollback = facts.status !== 'I';
@@ -202,16 +268,28 @@ export class Pool {
     if (reset) b.writeNow(encodeQuery(this.settings.serverResetQuery));
   }
 
+  /** The holder of `b` is done with it: count the transaction (and tell whoever listens). */
+  private served(b: Backend, now: number): void {
+    const holder = b.holder;
+    if (holder === null) return;
+    b.holder = null;
+    const xactMs = now - b.assignedAt;
+    this.xactCountTotal++;
+    this.xactTimeMsTotal += xactMs;
+    this.waitTimeMsTotal += b.waitMs;
+    this.deps.served?.(this, { waiter: holder, waitMs: b.waitMs, xactMs });
+  }
+
   /** Closes idle backends now; active ones are closed as they are released. */
   close(): void {
     this.closed = true;
-    clearInterval(this.maintenance);
-    if (this.waitTimer !== null) clearTimeout(this.waitTimer);
+    this.stopMaintenance();
+    if (this.waitTimer !== null) this.deps.clock.clearTimer(this.waitTimer);
     this.waitTimer = null;
     const waiting = [...this.waiters.keys()];
     this.waiters.clear();
     for (const w of waiting) {
-      this.reject(w, errorResponse('FATAL', SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command'));
+      w.onError(fatal(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command'));
     }
     for (const b of [...this.idle, ...this.resetting]) this.destroy(b);
   }
@@ -270,17 +348,18 @@ export class Pool {
     }
   }
 
-  /** A free backend goes to the longest waiter, else to the idle list. */
-  private handOver(b: Backend): void {
+  /** A free backend goes to the longest waiter (unless PAUSEd), else to the idle list. */
+  private handOver(b: Backend, fromIdle = false): void {
     if (this.closed) return this.destroy(b);
-    if (this.waiters.size > 0) {
-      const w = this.waiters.keys().next().value!;
+    if (this.waiters.size > 0 && !this.paused) {
+      const [w, since] = this.waiters.entries().next().value!;
       this.waiters.delete(w); // the shared timer re-aims itself when it fires
       this.setState(b, 'active');
-      return this.deliver(w, b);
+      const now = this.deps.clock.now();
+      return this.deliver(w, b, now, now - since);
     }
     // A new backend is born 'idle' in no list; setState puts it in (and never twice).
-    this.setState(b, 'idle');
+    if (!fromIdle) this.setState(b, 'idle');
   }
 
   private open(): Promise<Backend> {
@@ -290,7 +369,7 @@ export class Pool {
       (c) => {
         this.connecting--;
         this.parametersCache ??= new Map(c.parameters);
-        const b = new Backend(c, this.deps.now(), { onResetDone: (x) => this.resetDone(x), onClosed: (x, r) => this.onClosed(x, r) });
+        const b = new Backend(c, this.deps.clock.now(), this.deps.batcher, { onResetDone: (x) => this.resetDone(x), onClosed: (x, r) => this.onClosed(x, r) });
         // Born 'idle' but in no list yet: handOver places it.
         return b;
       },
@@ -307,10 +386,10 @@ export class Pool {
       (e: unknown) => {
         // Waiters that no backend in use will ever reach get the server's error now.
         if (this.active.size + this.resetting.size + this.connecting > 0) return;
-        const error = e instanceof BackendLoginError ? e.toErrorResponse() : errorResponse('FATAL', SQLSTATE.CONNECTION_FAILURE, String(e));
+        const error = e instanceof BackendLoginError ? e.toEncodedError() : fatal(SQLSTATE.CONNECTION_FAILURE, String(e));
         for (const w of [...this.waiters.keys()]) {
           this.waiters.delete(w);
-          this.reject(w, error);
+          w.onError(error);
         }
       },
     );
@@ -319,22 +398,24 @@ export class Pool {
   private resetDone(b: Backend): void {
     if (b.state !== 'resetting') return;
     if (b.resetFailed) return this.destroy(b);
-    b.lastUsedAt = this.deps.now();
+    b.lastUsedAt = this.deps.clock.now();
     this.handOver(b);
   }
 
   private onClosed(b: Backend, reason: string): void {
     if (b.state === 'closed') return;
     const owner = b.state === 'active' ? b.owner : null;
+    if (b.state === 'active') this.served(b, this.deps.clock.now());
     this.setState(b, 'closed');
     b.owner = null;
-    b.socket.destroy();
+    b.destroy();
     owner?.onBackendLost(reason);
     this.refill();
   }
 
   private destroy(b: Backend): void {
     if (b.state === 'closed') return;
+    if (b.state === 'active') this.served(b, this.deps.clock.now());
     this.setState(b, 'closed');
     b.owner = null;
     b.close();
@@ -343,7 +424,7 @@ export class Pool {
 
   /** Replace closed backends for those still waiting. */
   private refill(): void {
-    if (this.closed) return;
+    if (this.closed || this.paused) return;
     let need = Math.min(this.waiters.size - this.connecting, this.settings.poolSize - this.size);
     for (; need > 0; need--) this.spawn();
   }
@@ -352,25 +433,25 @@ export class Pool {
     return this.settings.serverLifetimeMs > 0 && now - b.createdAt >= this.settings.serverLifetimeMs;
   }
 
-  /** One timer for the oldest waiter with a deadline, if there is none yet. */
+  /** One timer for the oldest waiter, if there is none yet and waits have a limit. */
   private armWaitTimer(): void {
-    if (this.waitTimer !== null || this.closed) return;
+    const ms = this.settings.queryWaitTimeoutMs;
+    if (this.waitTimer !== null || this.closed || ms <= 0) return;
     const first = this.waiters.values().next();
-    if (first.done === true || first.value === Infinity) return;
-    this.waitTimer = setTimeout(this.expireWaiters, Math.max(0, first.value - performance.now()) + 1);
+    if (first.done === true) return;
+    this.waitTimer = this.deps.clock.setTimer(this.expireWaiters, Math.max(0, first.value + ms - this.deps.clock.now()));
   }
 
   /** Every waiter past its deadline gets query_wait_timeout; then the timer aims at the next one. */
   private readonly expireWaiters = (): void => {
     this.waitTimer = null;
-    const now = performance.now();
-    for (const [w, deadline] of this.waiters) {
-      if (deadline > now) break; // arrival order is deadline order
+    const ms = this.settings.queryWaitTimeoutMs;
+    const now = this.deps.clock.now();
+    for (const [w, since] of this.waiters) {
+      if (since + ms > now) break; // arrival order is deadline order
       this.waiters.delete(w);
       this.waitTimeoutsTotal++;
-      this.reject(w, 
-        errorResponse('FATAL', SQLSTATE.QUERY_CANCELED, `query_wait_timeout: no server connection became free within ${this.settings.queryWaitTimeoutMs} ms`),
-      );
+      w.onError(fatal(SQLSTATE.QUERY_CANCELED, `query_wait_timeout: no server connection became free within ${ms} ms`));
     }
     this.armWaitTimer();
   };
@@ -378,7 +459,7 @@ export class Pool {
   /** Periodic (every second): close idle backends past their idle timeout or lifetime, keep minPoolSize open. */
   maintain(): void {
     if (this.closed) return;
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     const idleLimit = this.settings.serverIdleTimeoutMs;
     for (const b of [...this.idle]) {
       const tooIdle = idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.size > this.settings.minPoolSize;

@@ -1,6 +1,6 @@
 // What goes into and comes out of a client session's state machine. The machine does no I/O:
 // the driver turns transport and pool happenings into events and carries out the actions.
-import type { RawMessage, StartupPacket, TransactionStatus } from '@quicpool/wire';
+import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@quicpool/wire';
 import type { TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
@@ -17,6 +17,13 @@ export interface AttachedBackend {
    * the same signature then needs no comparison (absent: always compare).
    */
   readonly trackedMatch?: { signature: string; version: number };
+}
+
+/** An ErrorResponse ready to send, with what it says (so nobody decodes it again). */
+export interface EncodedError {
+  readonly bytes: Buffer;
+  readonly sqlstate: string;
+  readonly message: string;
 }
 
 export interface CancelKey {
@@ -36,7 +43,7 @@ export type SessionEvent =
   /** The attached backend died (the pool has already forgotten it). */
   | { readonly type: 'backendLost'; readonly reason: string }
   /** No backend could be had: `error` is the ErrorResponse to send (the server's own, or the pool's). */
-  | { readonly type: 'backendUnavailable'; readonly error: Buffer }
+  | { readonly type: 'backendUnavailable'; readonly error: EncodedError }
   | { readonly type: 'protocolError'; readonly message: string }
   | { readonly type: 'timeout'; readonly timer: SessionTimer }
   /** The client's stream ended or was reset. */
@@ -60,8 +67,29 @@ export interface ReleaseFacts {
   readonly dirty: boolean;
 }
 
+/** Where a login that did not complete stopped. */
+export type LoginStage =
+  /** The client did not prove who it is (wrong password, unknown user, method not allowed, timeout). */
+  | 'authentication'
+  /** Authenticated, but the pool could not log in to the server (no such database, server down). */
+  | 'server login';
+
+/** A refusal the session hands the client as a FATAL error. */
+export interface Refusal {
+  readonly sqlstate: SqlState;
+  readonly message: string;
+}
+
 export type SessionAction =
   | { readonly type: 'sendToClient'; readonly bytes: Buffer }
+  /** The login is complete: the client is authenticated and has its server parameters. */
+  | { readonly type: 'loggedIn' }
+  /**
+   * An admitted client's login ended before it completed. `sqlstate` is that of the FATAL error it
+   * got (the server's own when the server login failed), null when it went away first; `reason`
+   * is for the operator (never a secret).
+   */
+  | { readonly type: 'loginFailed'; readonly stage: LoginStage; readonly sqlstate: string | null; readonly reason: string }
   | { readonly type: 'sendToBackend'; readonly bytes: Buffer }
   /** 'S' was sent: run the TLS handshake on the client stream; the next packet is a StartupMessage. */
   | { readonly type: 'startTls' }
@@ -103,5 +131,5 @@ export interface SessionContext {
   /** A failed password login is answered after the driver's 'authFailure' timer (default false: at once). */
   readonly authFailureDelay?: boolean;
   /** Client limits: undefined admits the client to the (database, user) pool; else the error. */
-  admit(database: string, user: string): { readonly sqlstate: string; readonly message: string } | undefined;
+  admit(database: string, user: string): Refusal | undefined;
 }

@@ -36,6 +36,13 @@ class MemoryStream extends Duplex implements SessionStream {
     return true;
   }
 
+  /** The peer handles our bytes inside our write(). */
+  readonly writeBatching = 'per-turn' as const;
+
+  replayWindow(): null {
+    return null;
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     const peer = this.peer;
     if (peer === null || peer.destroyed || peer.eofReceived) {

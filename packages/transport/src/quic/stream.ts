@@ -339,6 +339,13 @@ export class QuicSessionStream extends Duplex implements SessionStream {
     this.host.forget(this);
   }
 
+  readonly writeBatching = 'per-read' as const;
+
+  /** A stream that began in 0-RTT early data may be a replay until its handshake is confirmed. */
+  replayWindow(): Promise<void> | null {
+    return this.info.quic?.earlyData === true && !this.host.isEstablished ? this.host.handshakeConfirmed() : null;
+  }
+
   /**
    * quiche copies what `streamSend` accepts; only a write it could not take whole waits in our
    * queue (a view of the caller's Buffer), or in the Writable's buffer behind a deferred callback.

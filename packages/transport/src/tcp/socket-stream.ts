@@ -97,13 +97,21 @@ export function adoptSocket(
   if (inner !== undefined && inner !== socket) (socket as LayeredSocket)[INNER_STREAM] = inner;
   Object.defineProperty(socket, 'info', { value: info, enumerable: true, configurable: true });
   socket.destroy = abortingDestroy;
-  (socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes'>).holdsWrittenBytes = kind === 'tcp' || kind === 'unix' ? tcpHoldsWrittenBytes : alwaysHolds;
+  const s = socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes' | 'replayWindow'> & { writeBatching: SessionStream['writeBatching'] };
+  s.holdsWrittenBytes = kind === 'tcp' || kind === 'unix' ? tcpHoldsWrittenBytes : alwaysHolds;
+  s.writeBatching = 'per-read';
+  s.replayWindow = noReplayWindow;
   return socket as net.Socket & SessionStream;
 }
 
 /** A plain TCP socket keeps a write's Buffer only while libuv could not write it at once. */
 function tcpHoldsWrittenBytes(this: net.Socket): boolean {
   return this.writableLength > 0;
+}
+
+/** TCP and TLS carry no replayable early data. */
+function noReplayWindow(): null {
+  return null;
 }
 
 /** A TLS socket hands its cleartext to the TLS layer, which may keep it until written. */

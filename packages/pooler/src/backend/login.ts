@@ -1,0 +1,154 @@
+// Logging in to the real PostgreSQL server as a state machine without I/O: StartupMessage, then
+// whatever authentication the server asks for (SCRAM-SHA-256, md5, cleartext password, trust),
+// ParameterStatus and BackendKeyData until the first ReadyForQuery. Messages in, actions out; the
+// slow step of SCRAM (PBKDF2) is an action the driver performs and answers with 'derived'.
+import { encodeFrontend, encodeStartupPacket, errorResponse, PROTOCOL_3_0, SQLSTATE } from '@quicpool/wire';
+import type { BackendMessage, NoticeFields } from '@quicpool/wire';
+import { md5Response, md5Secret } from '../auth/md5.js';
+import { SCRAM_SHA_256, ScramClient } from '../auth/scram.js';
+import type { ScramDerivation } from '../auth/scram.js';
+import type { EncodedError } from '../session/types.js';
+
+/** Login failed: `fields` are the server's ErrorResponse fields when it sent one. */
+export class BackendLoginError extends Error {
+  override readonly name = 'BackendLoginError';
+  constructor(
+    message: string,
+    readonly fields: NoticeFields | undefined,
+  ) {
+    super(message);
+  }
+
+  /** The ErrorResponse a waiting client gets: the server's own (its SQLSTATE kept), else 08001. */
+  toEncodedError(): EncodedError {
+    const f = this.fields;
+    if (f === undefined) return fatal(SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, this.message);
+    const { S: _s, V: _v, C: code, M: message, ...extra } = f;
+    return fatal(code ?? SQLSTATE.CONNECTION_FAILURE, message ?? this.message, pick(extra, 'DH'));
+  }
+}
+
+/** A FATAL ErrorResponse with its SQLSTATE and message kept beside the bytes. */
+export function fatal(sqlstate: string, message: string, extra: NoticeFields = {}): EncodedError {
+  return { bytes: errorResponse('FATAL', sqlstate, message, extra), sqlstate, message };
+}
+
+function pick(fields: NoticeFields, codes: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const c of codes) if (fields[c] !== undefined) out[c] = fields[c];
+  return out;
+}
+
+export interface LoginResult {
+  readonly parameters: Map<string, string>;
+  readonly processId: number;
+  readonly secretKey: Buffer;
+}
+
+export type LoginEvent =
+  | { readonly type: 'message'; readonly message: BackendMessage }
+  /** The salted password the 'derive' action asked for. */
+  | { readonly type: 'derived'; readonly salted: Buffer };
+
+export type LoginAction =
+  | { readonly type: 'send'; readonly bytes: Buffer }
+  /** Derive SCRAM's salted password (PBKDF2) and answer with a 'derived' event. */
+  | { readonly type: 'derive'; readonly derivation: ScramDerivation }
+  | { readonly type: 'ready'; readonly result: LoginResult }
+  | { readonly type: 'failed'; readonly error: BackendLoginError };
+
+type Phase = 'new' | 'authenticating' | 'deriving' | 'started' | 'done';
+
+export class ServerLogin {
+  private phase: Phase = 'new';
+  private scram: ScramClient | null = null;
+  private readonly parameters = new Map<string, string>();
+  private processId = 0;
+  private secretKey = Buffer.alloc(0);
+
+  constructor(private readonly login: { readonly database: string; readonly user: string; readonly password: string | undefined }) {}
+
+  get done(): boolean {
+    return this.phase === 'done';
+  }
+
+  /** The StartupMessage. */
+  start(): LoginAction[] {
+    if (this.phase !== 'new') return [];
+    this.phase = 'authenticating';
+    const parameters = { user: this.login.user, database: this.login.database };
+    return [{ type: 'send', bytes: encodeStartupPacket({ type: 'StartupMessage', protocolVersion: PROTOCOL_3_0, parameters }) }];
+  }
+
+  handle(e: LoginEvent): LoginAction[] {
+    if (this.phase === 'done' || this.phase === 'new') return [];
+    try {
+      return e.type === 'derived' ? this.onDerived(e.salted) : this.onMessage(e.message);
+    } catch (err) {
+      return this.fail(err instanceof BackendLoginError ? err : new BackendLoginError(`server login failed: ${err instanceof Error ? err.message : String(err)}`, undefined));
+    }
+  }
+
+  private onMessage(m: BackendMessage): LoginAction[] {
+    if (this.phase === 'deriving' && m.type !== 'ErrorResponse' && m.type !== 'NoticeResponse') {
+      throw new BackendLoginError(`unexpected ${m.type} while answering SCRAM`, undefined);
+    }
+    switch (m.type) {
+      case 'AuthenticationOk':
+        this.phase = 'started';
+        return [];
+      case 'NoticeResponse':
+      case 'NegotiateProtocolVersion':
+        return [];
+      case 'AuthenticationCleartextPassword':
+        return [{ type: 'send', bytes: encodeFrontend({ type: 'PasswordMessage', password: this.password() }) }];
+      case 'AuthenticationMD5Password':
+        return [{ type: 'send', bytes: encodeFrontend({ type: 'PasswordMessage', password: md5Response(md5Secret(this.login.user, this.password()), m.salt) }) }];
+      case 'AuthenticationSASL': {
+        if (!m.mechanisms.includes(SCRAM_SHA_256)) throw new BackendLoginError(`server offers no supported SASL mechanism (${m.mechanisms.join(', ')})`, undefined);
+        this.scram = new ScramClient(this.password());
+        return [{ type: 'send', bytes: encodeFrontend({ type: 'SASLInitialResponse', mechanism: SCRAM_SHA_256, data: this.scram.clientFirst() }) }];
+      }
+      case 'AuthenticationSASLContinue':
+        if (this.scram === null) throw new BackendLoginError('unexpected AuthenticationSASLContinue', undefined);
+        this.phase = 'deriving';
+        return [{ type: 'derive', derivation: this.scram.serverFirst(m.data) }];
+      case 'AuthenticationSASLFinal':
+        if (this.scram === null) throw new BackendLoginError('unexpected AuthenticationSASLFinal', undefined);
+        this.scram.verifyServerFinal(m.data);
+        return [];
+      case 'ParameterStatus':
+        this.parameters.set(m.name, m.value);
+        return [];
+      case 'BackendKeyData':
+        this.processId = m.processId;
+        this.secretKey = Buffer.from(m.secretKey);
+        return [];
+      case 'ErrorResponse':
+        throw new BackendLoginError(`server refused login: ${m.fields['M'] ?? 'unknown error'}`, m.fields);
+      case 'ReadyForQuery':
+        if (this.phase !== 'started') throw new BackendLoginError('ReadyForQuery before AuthenticationOk', undefined);
+        this.phase = 'done';
+        return [{ type: 'ready', result: { parameters: this.parameters, processId: this.processId, secretKey: this.secretKey } }];
+      default:
+        throw new BackendLoginError(`unexpected ${m.type} during server login`, undefined);
+    }
+  }
+
+  private onDerived(salted: Buffer): LoginAction[] {
+    if (this.phase !== 'deriving' || this.scram === null) return [];
+    this.phase = 'authenticating';
+    return [{ type: 'send', bytes: encodeFrontend({ type: 'SASLResponse', data: this.scram.clientFinal(salted) }) }];
+  }
+
+  private password(): string {
+    const p = this.login.password;
+    if (p === undefined) throw new BackendLoginError(`server asks for a password for user "${this.login.user}" and none is configured`, undefined);
+    return p;
+  }
+
+  private fail(error: BackendLoginError): LoginAction[] {
+    this.phase = 'done';
+    return [{ type: 'failed', error }];
+  }
+}

@@ -1,0 +1,46 @@
+// Time for the pooler: every timeout (authentication, idle, wait, lifetime, query) and every
+// measured duration goes through one Clock, so tests drive time themselves (test/support/
+// manual-clock.ts) instead of sleeping, and durations use a monotonic clock.
+
+/** An armed timer; only its clock can clear it. */
+export interface Timer {
+  readonly __timer: unique symbol;
+}
+
+export interface Clock {
+  /** Milliseconds on a monotonic scale (not wall-clock time). */
+  now(): number;
+  /** Calls `fn` once after `ms`. The timer never keeps the process alive by itself. */
+  setTimer(fn: () => void, ms: number): Timer;
+  clearTimer(timer: Timer): void;
+}
+
+/** The process's own monotonic time and Node timers (unref'd). */
+export const realClock: Clock = {
+  now: () => performance.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, ms);
+    t.unref();
+    return t as unknown as Timer;
+  },
+  clearTimer(timer) {
+    clearTimeout(timer as unknown as NodeJS.Timeout);
+  },
+};
+
+/** Calls `fn` every `ms` until the returned function is called. */
+export function every(clock: Clock, ms: number, fn: () => void): () => void {
+  let timer: Timer | null = null;
+  let stopped = false;
+  const tick = (): void => {
+    if (stopped) return;
+    fn();
+    if (!stopped) timer = clock.setTimer(tick, ms);
+  };
+  timer = clock.setTimer(tick, ms);
+  return () => {
+    stopped = true;
+    if (timer !== null) clock.clearTimer(timer);
+    timer = null;
+  };
+}

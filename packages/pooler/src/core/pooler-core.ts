@@ -1,0 +1,321 @@
+// What all client sessions of one pooler share: the config, the pools (created on first use, one
+// per (database, user)), admission counts, cancel keys, the clock and the write batcher, the
+// virtual databases served in process (the admin console), PAUSE, and the view and events its
+// observers read. Client sessions reach the rest of the pooler only through this.
+import { createMemoryPair } from '@quicpool/transport';
+import type { SessionInfo, SessionStream } from '@quicpool/transport';
+import { SQLSTATE } from '@quicpool/wire';
+import { connectBackend } from '../backend/connect.js';
+import type { BackendConnection, BackendLogin } from '../backend/connect.js';
+import type { ServerAddress } from '../backend/dial.js';
+import { CancelRegistry, forwardCancel } from '../cancel/cancel-registry.js';
+import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
+import { Pool } from '../pool/pool.js';
+import type { CancelKey, Refusal, SessionContext } from '../session/types.js';
+import type { Clock } from './clock.js';
+import type { ClientEvent, ClientRow, PoolerEvents, PoolerView, PoolRow, ServerRow } from './view.js';
+import { WriteBatcher } from './write-batcher.js';
+
+/** What the core needs from a client session's driver. */
+export interface ClientHandle {
+  readonly info: SessionInfo;
+  /** Its row of SHOW CLIENTS, now. */
+  row(): ClientRow;
+  /** Pooler shutdown: graceful lets a transaction in progress finish first. */
+  shutdown(graceful: boolean): void;
+  /** The server key of the request the session runs right now, or null: what a CancelRequest interrupts. */
+  runningRequest(): CancelKey | null;
+}
+
+/** A database served in process instead of by the server (the admin console). */
+export interface VirtualDatabase {
+  /** Users allowed to open it (they authenticate to the pooler as usual). */
+  readonly users: ReadonlySet<string>;
+  /** Serve one new connection to it: `stream` carries protocol 3 from the pool's login on. */
+  serve(stream: SessionStream): void;
+}
+
+
+const poolKey = (database: string, user: string): string => `${database}\0${user}`;
+
+export class PoolerCore {
+  readonly batcher = new WriteBatcher();
+  readonly events: PoolerEvents = { client: new Set(), transaction: new Set() };
+  private readonly clients = new Set<ClientHandle>();
+  private readonly cancelKeys = new CancelRegistry<ClientHandle>();
+  private readonly pools = new Map<string, Pool>();
+  private readonly virtualDatabases = new Map<string, VirtualDatabase>();
+  /** Client sessions admitted per pool key, and in all. */
+  private readonly admitted = new Map<string, number>();
+  private admittedTotal = 0;
+  private accepting = true;
+  private paused = false;
+  private pauseWaiters: Array<() => void> = [];
+  private clientsAcceptedTotal = 0;
+  private clientsRefusedTotal = 0;
+  private cancelRequestsTotal = 0;
+  private cancelsForwardedTotal = 0;
+  private earlyDataSessionsTotal = 0;
+  private readonly pendingCancels = new Set<Promise<void>>();
+
+  constructor(
+    private current: ResolvedPoolerConfig,
+    readonly clock: Clock,
+  ) {}
+
+  /** Replaced as a whole by a reload; sessions read it live, pools get their settings refreshed. */
+  get config(): ResolvedPoolerConfig {
+    return this.current;
+  }
+
+  set config(next: ResolvedPoolerConfig) {
+    this.current = next;
+    for (const p of this.pools.values()) p.updateSettings(next.pool);
+  }
+
+  // --- client sessions -------------------------------------------------------------------------
+
+  add(client: ClientHandle): void {
+    this.clientsAcceptedTotal++;
+    if (client.info.quic?.earlyData === true) this.earlyDataSessionsTotal++;
+    this.clients.add(client);
+    this.emit({ type: 'connected', info: client.info });
+  }
+
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  emit(e: ClientEvent): void {
+    for (const l of this.events.client) l(e);
+  }
+
+  /** The facts a new session's state machine starts from, for `client`. */
+  sessionContext(client: ClientHandle, onAdmitted: (key: string) => void): SessionContext {
+    const config = this.config;
+    return {
+      transport: client.info.kind,
+      tlsAvailable: config.tls !== undefined,
+      poolMode: config.pool.poolMode,
+      sessionStatePolicy: config.pool.sessionStatePolicy,
+      preparedStatementCacheSize: config.pool.preparedStatementCacheSize,
+      allowInsecurePasswordAuth: config.allowInsecurePasswordAuth,
+      authFailureDelay: config.authFailureDelayMs > 0,
+      ignoreStartupParameters: config.ignoreStartupParameters,
+      lookupUser: (name) => config.users.get(name),
+      admit: (database, user) => {
+        const refused = this.admit(database, user);
+        if (refused === undefined) {
+          onAdmitted(poolKey(database, user));
+          this.emit({ type: 'admitted', info: client.info, database, user });
+        } else {
+          this.clientsRefusedTotal++;
+          this.emit({ type: 'refused', info: client.info, database, user, ...refused });
+        }
+        return refused;
+      },
+    };
+  }
+
+  private admit(database: string, user: string): Refusal | undefined {
+    if (!this.accepting) return { sqlstate: SQLSTATE.CANNOT_CONNECT_NOW, message: 'the pooler is shutting down' };
+    const vdb = this.virtualDatabases.get(database);
+    if (vdb !== undefined && !vdb.users.has(user)) {
+      return { sqlstate: SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION, message: `user "${user}" is not an admin user of the "${database}" console` };
+    }
+    if (this.admittedTotal >= this.config.maxClientConnections) {
+      return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' };
+    }
+    const key = poolKey(database, user);
+    const n = this.admitted.get(key) ?? 0;
+    const perPool = this.config.maxClientsPerPool;
+    if (perPool > 0 && n >= perPool) {
+      return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: `too many clients for database "${database}" and user "${user}" (maxClientsPerPool ${perPool})` };
+    }
+    this.admitted.set(key, n + 1);
+    this.admittedTotal++;
+    return undefined;
+  }
+
+  /** The session ended; `admittedKey` is the pool key it was admitted to, if it was. */
+  closed(client: ClientHandle, admittedKey: string | null): void {
+    if (!this.clients.delete(client)) return;
+    if (admittedKey === null) return;
+    this.admittedTotal--;
+    const n = (this.admitted.get(admittedKey) ?? 1) - 1;
+    if (n > 0) return void this.admitted.set(admittedKey, n);
+    this.admitted.delete(admittedKey);
+    // A pool that never logged in (e.g. its database does not exist) and has no clients left is
+    // forgotten, so clients naming arbitrary databases cannot pile up pools.
+    const pool = this.pools.get(admittedKey);
+    if (pool !== undefined && !pool.hasConnected && pool.size === 0 && pool.stats().waiting === 0) {
+      pool.close();
+      this.pools.delete(admittedKey);
+    }
+  }
+
+  // --- pools -----------------------------------------------------------------------------------
+
+  poolFor(database: string, user: string): Pool {
+    const key = poolKey(database, user);
+    let pool = this.pools.get(key);
+    if (pool !== undefined) return pool;
+    const cfg = (): ResolvedPoolerConfig => this.current;
+    const vdb = this.virtualDatabases.get(database);
+    // Getters: a reload (new config) reaches existing pools without rebuilding them.
+    const login: BackendLogin = {
+      database,
+      user,
+      get server(): ServerAddress {
+        return cfg().server;
+      },
+      get password() {
+        return vdb !== undefined ? undefined : cfg().users.get(user)?.serverPassword;
+      },
+      get connectTimeoutMs() {
+        return cfg().server.connectTimeoutMs;
+      },
+    };
+    const connect =
+      vdb === undefined
+        ? (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock)
+        : (l: BackendLogin): Promise<BackendConnection> =>
+            connectBackend(l, this.clock, () => {
+              const [client, server] = createMemoryPair();
+              vdb.serve(server);
+              return Promise.resolve({ stream: client, readsInto: false });
+            });
+    pool = new Pool(database, user, { ...cfg().pool }, login, {
+      clock: this.clock,
+      connect,
+      batcher: this.batcher,
+      served: (p, t) => this.served(p, t.waiter, t.waitMs, t.xactMs),
+    });
+    if (this.paused && vdb === undefined) pool.pause();
+    this.pools.set(key, pool);
+    return pool;
+  }
+
+  private served(pool: Pool, waiter: unknown, waitMs: number, xactMs: number): void {
+    if (this.pauseWaiters.length > 0 && this.activeServers() === 0) this.wakePauseWaiters();
+    if (this.events.transaction.size === 0) return; // no event built when nobody listens
+    const transport = (waiter as Partial<ClientHandle>).info?.kind ?? 'memory';
+    const e = { database: pool.database, user: pool.user, transport, waitMs, xactMs };
+    for (const l of this.events.transaction) l(e);
+  }
+
+  /** Serve `database` in process (the admin console); clients reach it through the pooler as any database. */
+  addVirtualDatabase(database: string, vdb: VirtualDatabase): void {
+    this.virtualDatabases.set(database, vdb);
+  }
+
+  /** Backends lent to clients, outside virtual databases (PAUSE waits for none). */
+  activeServers(): number {
+    let n = 0;
+    for (const p of this.pools.values()) if (!this.virtualDatabases.has(p.database)) n += p.stats().active;
+    return n;
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /**
+   * PAUSE: transactions that have not started wait until resume(); running ones finish. Resolves
+   * once no backend is lent to a client (as PgBouncer answers PAUSE), or with false after
+   * `timeoutMs` of the pooler's clock.
+   */
+  pause(timeoutMs: number): Promise<boolean> {
+    this.paused = true;
+    for (const p of this.pools.values()) if (!this.virtualDatabases.has(p.database)) p.pause();
+    if (this.activeServers() === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = this.clock.setTimer(() => {
+        this.pauseWaiters = this.pauseWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, timeoutMs);
+      const done = (): void => {
+        this.clock.clearTimer(timer);
+        resolve(true);
+      };
+      this.pauseWaiters.push(done);
+    });
+  }
+
+  private wakePauseWaiters(): void {
+    const w = this.pauseWaiters;
+    this.pauseWaiters = [];
+    for (const done of w) done();
+  }
+
+  resume(): void {
+    this.paused = false;
+    for (const p of this.pools.values()) p.resume();
+  }
+
+  // --- cancel requests -------------------------------------------------------------------------
+
+  registerCancelKey(client: ClientHandle, protocolMinor: number): CancelKey {
+    return this.cancelKeys.register(client, protocolMinor);
+  }
+
+  unregisterCancelKey(processId: number): void {
+    this.cancelKeys.unregister(processId);
+  }
+
+  /** A CancelRequest with one of our keys: cancel that session's request, if it has one running. */
+  cancel(processId: number, secretKey: Buffer): void {
+    this.cancelRequestsTotal++;
+    const target = this.cancelKeys.lookup(processId, secretKey)?.runningRequest() ?? null;
+    if (target === null) return;
+    this.cancelsForwardedTotal++;
+    const p = forwardCancel(this.config.server, target, this.config.server.connectTimeoutMs, this.clock);
+    this.pendingCancels.add(p);
+    void p.then(() => this.pendingCancels.delete(p));
+  }
+
+  // --- shutdown --------------------------------------------------------------------------------
+
+  stopAccepting(): void {
+    this.accepting = false;
+  }
+
+  /** Every session is told to shut down (graceful: transactions in progress first finish). */
+  shutdownClients(graceful: boolean): void {
+    for (const c of [...this.clients]) c.shutdown(graceful);
+  }
+
+  closePools(immediate: boolean): void {
+    for (const pool of this.pools.values()) {
+      if (immediate) pool.destroyAll();
+      else pool.close();
+    }
+  }
+
+  async settled(): Promise<void> {
+    await Promise.all([...this.pendingCancels]);
+  }
+
+  // --- the view --------------------------------------------------------------------------------
+
+  view(): PoolerView {
+    const pools: PoolRow[] = [];
+    const servers: ServerRow[] = [];
+    for (const [key, p] of this.pools) {
+      const virtual = this.virtualDatabases.has(p.database);
+      pools.push({ database: p.database, user: p.user, poolMode: p.settings.poolMode, clients: this.admitted.get(key) ?? 0, virtual, ...p.stats() });
+      if (!virtual) servers.push(...p.serverRows());
+    }
+    return {
+      paused: this.paused,
+      clients: [...this.clients].map((c) => c.row()),
+      pools,
+      servers,
+      clientsAcceptedTotal: this.clientsAcceptedTotal,
+      clientsRefusedTotal: this.clientsRefusedTotal,
+      cancelRequestsTotal: this.cancelRequestsTotal,
+      cancelsForwardedTotal: this.cancelsForwardedTotal,
+      earlyDataSessionsTotal: this.earlyDataSessionsTotal,
+    };
+  }
+}

@@ -1,0 +1,165 @@
+// The first part of a client session: the startup packets (SSLRequest, GSSENCRequest,
+// CancelRequest, StartupMessage with protocol negotiation), admission, and authentication against
+// the pooler's user list, including the auth-failure delay. No I/O: it tells its owner what to
+// send and what happened; the owner (ClientSession) runs the rest of the session.
+import { decodeFrontendMessage, encodeBackend, MessageType, SQLSTATE } from '@quicpool/wire';
+import type { AuthenticationResponseKind, RawMessage, SqlState, StartupMessage, StartupPacket } from '@quicpool/wire';
+import { ClientAuthenticator } from '../auth/client-auth.js';
+import { checkStartupParameters } from './startup-parameters.js';
+import type { SessionAction, SessionContext } from './types.js';
+
+/** What the startup piece tells the session it belongs to. */
+export interface StartupOwner {
+  send(bytes: Buffer): void;
+  emit(a: SessionAction): void;
+  /** FATAL error to the client, then close. */
+  fail(sqlstate: string, message: string): void;
+  close(): void;
+  /** The client is authenticated (its database and user, and the tracked parameters it asked for). */
+  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>): void;
+}
+
+const SSL_NO = Buffer.from('N');
+const SSL_YES = Buffer.from('S');
+const AUTH_FAILURE_ON: SessionAction = { type: 'timer', timer: 'authFailure', armed: true };
+const AUTH_FAILURE_OFF: SessionAction = { type: 'timer', timer: 'authFailure', armed: false };
+const AUTHENTICATION_OFF: SessionAction = { type: 'timer', timer: 'authentication', armed: false };
+
+export class StartupAuth {
+  database = '';
+  user = '';
+  /** Minor protocol version agreed with the client (0 or 2). */
+  protocolMinor = 0;
+  /** The client passed admission (it holds a slot of the pool's client limit). */
+  admitted = false;
+  private sslAnswered = false;
+  private encrypted: boolean;
+  private auth: ClientAuthenticator | null = null;
+  private authExpect: AuthenticationResponseKind | undefined;
+  /** A failed login held back for the auth-failure delay (the client waits, its input is discarded). */
+  private heldFailure: { readonly sqlstate: SqlState; readonly message: string } | null = null;
+
+  constructor(
+    private readonly ctx: SessionContext,
+    private readonly owner: StartupOwner,
+  ) {
+    this.encrypted = ctx.transport !== 'tcp' && ctx.transport !== 'unix';
+  }
+
+  /** A failed login is being held back (see `failureDelayOver`). */
+  get holdingFailure(): boolean {
+    return this.heldFailure !== null;
+  }
+
+  /** Authentication is under way (a 'p' message is expected). */
+  get authenticating(): boolean {
+    return this.auth !== null;
+  }
+
+  /** The auth-failure delay ran out: the held failure goes to the client now. */
+  failureDelayOver(): void {
+    const f = this.heldFailure;
+    if (f === null) return;
+    this.heldFailure = null;
+    this.owner.fail(f.sqlstate, f.message);
+  }
+
+  /** The session closes: a held failure's timer goes too. */
+  closing(): void {
+    if (this.heldFailure !== null) this.owner.emit(AUTH_FAILURE_OFF);
+  }
+
+  startupPacket(p: StartupPacket): void {
+    switch (p.type) {
+      case 'SSLRequest': {
+        if (this.sslAnswered) return this.owner.fail(SQLSTATE.PROTOCOL_VIOLATION, 'duplicate SSLRequest');
+        this.sslAnswered = true;
+        if (this.ctx.tlsAvailable && this.ctx.transport === 'tcp') {
+          this.owner.send(SSL_YES);
+          this.encrypted = true;
+          this.owner.emit({ type: 'startTls' });
+        } else {
+          this.owner.send(SSL_NO);
+        }
+        return;
+      }
+      case 'GSSENCRequest':
+        this.owner.send(SSL_NO);
+        return;
+      case 'CancelRequest':
+        this.owner.emit({ type: 'cancel', processId: p.processId, secretKey: p.secretKey });
+        return this.owner.close();
+      case 'StartupMessage':
+        return this.startupMessage(p);
+      default: {
+        const never: never = p;
+        throw new Error(`unhandled startup packet ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private startupMessage(m: StartupMessage): void {
+    const minor = m.protocolVersion & 0xffff;
+    const options = Object.keys(m.parameters).filter((k) => k.startsWith('_pq_.'));
+    this.protocolMinor = minor >= 2 ? 2 : 0;
+    if ((minor !== 0 && minor !== 2) || options.length > 0) {
+      // Newest minor we speak that is not above what the client asked for.
+      this.owner.send(encodeBackend({ type: 'NegotiateProtocolVersion', newestProtocolVersion: (3 << 16) | this.protocolMinor, unrecognizedOptions: options }));
+    }
+    const check = checkStartupParameters(m.parameters, this.ctx.ignoreStartupParameters);
+    if (!check.ok) return this.owner.fail(check.sqlstate, check.message);
+    this.database = check.database;
+    this.user = check.user;
+    const refused = this.ctx.admit(check.database, check.user);
+    if (refused !== undefined) return this.owner.fail(refused.sqlstate, refused.message);
+    this.admitted = true;
+    this.tracked = check.tracked;
+    this.auth = new ClientAuthenticator({
+      userName: check.user,
+      user: this.ctx.lookupUser(check.user),
+      encrypted: this.encrypted,
+      allowInsecurePasswordAuth: this.ctx.allowInsecurePasswordAuth,
+    });
+    this.step(this.auth.start());
+  }
+
+  private tracked: ReadonlyMap<string, string> = new Map();
+
+  /** A typed message during authentication. */
+  authResponse(m: RawMessage): void {
+    if (this.heldFailure !== null) return; // the failure delay runs out first; input is discarded
+    if (m.type !== MessageType.AuthenticationResponse || this.auth === null || this.authExpect === undefined) {
+      return this.owner.fail(SQLSTATE.PROTOCOL_VIOLATION, 'expected an authentication response');
+    }
+    this.step(this.auth.respond(decodeFrontendMessage(m.bytes, this.authExpect)));
+  }
+
+  private step(step: ReturnType<ClientAuthenticator['start']>): void {
+    switch (step.kind) {
+      case 'continue':
+        this.authExpect = step.expect;
+        this.owner.send(step.bytes);
+        return;
+      case 'ok':
+        this.auth = null;
+        this.owner.send(step.bytes);
+        this.owner.emit(AUTHENTICATION_OFF);
+        this.owner.authenticated(this.database, this.user, this.tracked);
+        return;
+      case 'fail':
+        if (step.sqlstate === SQLSTATE.INVALID_PASSWORD && (this.ctx.authFailureDelay ?? false)) {
+          // Every failed login costs the client the auth-failure delay (Postgres's auth_delay).
+          this.auth = null;
+          this.heldFailure = { sqlstate: step.sqlstate, message: step.message };
+          this.owner.emit(AUTHENTICATION_OFF);
+          this.owner.emit(AUTH_FAILURE_ON);
+          return;
+        }
+        return this.owner.fail(step.sqlstate, step.message);
+      default: {
+        const never: never = step;
+        throw new Error(`unhandled auth step ${JSON.stringify(never)}`);
+      }
+    }
+  }
+}
