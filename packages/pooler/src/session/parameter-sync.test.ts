@@ -1,0 +1,67 @@
+// The client's tracked parameters alone: startup values, the server's values at the greeting,
+// changes the client makes (ParameterStatus), and the SET that brings a backend in line.
+import { describe, expect, it } from 'vitest';
+import { BackendDecoder, decodeFrontendMessage, encodeBackend } from '@quicpool/wire';
+import { ParameterSync } from './parameter-sync.js';
+import type { AttachedBackend } from './types.js';
+
+const KEY = { processId: 7, secretKey: Buffer.from([1, 2, 3, 4]) };
+const SERVER = new Map([['server_version', '17.6'], ['TimeZone', 'UTC'], ['application_name', ''], ['client_encoding', 'UTF8']]);
+
+function backend(parameters: Map<string, string>): AttachedBackend {
+  return { parameters, parametersVersion: 0, trackedMatch: { signature: '', version: -1 } };
+}
+
+const setQuery = (bytes: Buffer | null): string | null => {
+  if (bytes === null) return null;
+  const m = decodeFrontendMessage(bytes);
+  return m.type === 'Query' ? m.query : `not a Query: ${m.type}`;
+};
+
+describe('ParameterSync', () => {
+  it('greets with the server parameters, the client values in place of the server ones, then BackendKeyData', () => {
+    const p = new ParameterSync();
+    p.fromStartup(new Map([['application_name', 'app']]));
+    const dec = new BackendDecoder();
+    for (const b of p.greeting(SERVER, KEY)) dec.push(b);
+    expect(dec.drain()).toEqual([
+      { type: 'ParameterStatus', name: 'server_version', value: '17.6' },
+      { type: 'ParameterStatus', name: 'TimeZone', value: 'UTC' },
+      { type: 'ParameterStatus', name: 'application_name', value: 'app' },
+      { type: 'ParameterStatus', name: 'client_encoding', value: 'UTF8' },
+      { type: 'BackendKeyData', processId: 7, secretKey: Buffer.from([1, 2, 3, 4]) },
+    ]);
+  });
+
+  it('sets on a backend exactly what differs, and nothing on one that matches', () => {
+    const p = new ParameterSync();
+    p.fromStartup(new Map([['application_name', 'app']]));
+    p.greeting(SERVER, KEY);
+    // A backend another client left with TimeZone changed and no application_name.
+    const b = backend(new Map([...SERVER, ['TimeZone', 'Europe/Paris']]));
+    expect(setQuery(p.applyTo(b))).toBe(`SET "application_name" TO $q$app$q$;SET "TimeZone" TO $q$UTC$q$;`);
+    const same = backend(new Map([...SERVER, ['application_name', 'app']]));
+    expect(p.applyTo(same)).toBeNull();
+    expect(p.applyTo(same)).toBeNull(); // again: answered from the backend's memo
+  });
+
+  it("follows the client's own changes (ParameterStatus while it holds a backend)", () => {
+    const p = new ParameterSync();
+    p.greeting(SERVER, KEY);
+    p.observe(encodeBackend({ type: 'ParameterStatus', name: 'search_path', value: 'app, public' }));
+    p.observe(encodeBackend({ type: 'ParameterStatus', name: 'server_version', value: '99' })); // not tracked
+    expect(p.searchPath).toBe('app, public');
+    expect(setQuery(p.applyTo(backend(new Map(SERVER))))).toBe(`SET "search_path" TO $q$app, public$q$;`);
+  });
+
+  it("a backend's memo is dropped when its parameters change (parametersVersion)", () => {
+    const p = new ParameterSync();
+    p.greeting(SERVER, KEY);
+    const parameters = new Map(SERVER);
+    const b = { parameters, parametersVersion: 0, trackedMatch: { signature: '', version: -1 } };
+    expect(p.applyTo(b)).toBeNull();
+    parameters.set('TimeZone', 'Asia/Tokyo');
+    b.parametersVersion = 1;
+    expect(setQuery(p.applyTo(b))).toBe(`SET "TimeZone" TO $q$UTC$q$;`);
+  });
+});

@@ -1,0 +1,98 @@
+// node-postgres named prepared statements ({ name, text, values }) through the pooler in
+// transaction mode: 100 clients over 5 backends, thousands of executions, over TCP and QUIC;
+// after the pooler's backends are replaced (pg_terminate_backend); with DEALLOCATE ALL mixed in.
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { directClient, startFidelityPooler } from './helpers.js';
+import type { FidelityPooler, Via } from './helpers.js';
+
+let p: FidelityPooler;
+beforeAll(async () => {
+  p = await startFidelityPooler({ poolSize: 5 });
+});
+afterAll(async () => p.close());
+
+interface Worker {
+  readonly c: pg.Client;
+  /** Bumped after DEALLOCATE ALL: pg remembers its statements, so new names are used. */
+  generation: number;
+}
+
+/** Each worker runs `rounds` executions of two named statements (one in a transaction). */
+async function run(workers: Worker[], rounds: number, pids: Set<number>, deallocateEvery = 0): Promise<number> {
+  let executions = 0;
+  await Promise.all(
+    workers.map(async (w, i) => {
+      for (let r = 0; r < rounds; r++) {
+        const g = w.generation;
+        const add = await w.c.query({ name: `add-${g}`, text: 'select $1::int + $2::int as n, pg_backend_pid() as pid', values: [i, r] });
+        expect(add.rows[0].n).toBe(i + r);
+        pids.add(add.rows[0].pid as number);
+        await w.c.query('begin');
+        const echo = await w.c.query({ name: `echo-${g}`, text: 'select $1::text as t', values: [`w${i}r${r}`] });
+        expect(echo.rows[0].t).toBe(`w${i}r${r}`);
+        await w.c.query('commit');
+        executions += 2;
+        if (deallocateEvery > 0 && (i + r) % deallocateEvery === 0) {
+          await w.c.query('DEALLOCATE ALL');
+          w.generation++;
+        }
+      }
+    }),
+  );
+  return executions;
+}
+
+async function terminate(pids: Set<number>): Promise<void> {
+  const d = await directClient();
+  try {
+    await d.query('select pg_terminate_backend(pid) from unnest($1::int[]) pid', [[...pids]]);
+    for (let i = 0; i < 100; i++) {
+      const left = await d.query('select count(*)::int as n from pg_stat_activity where pid = any($1::int[])', [[...pids]]);
+      if (left.rows[0].n === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    await d.end();
+  }
+  await new Promise((r) => setTimeout(r, 100)); // the pool hears of the deaths
+}
+
+describe.each<Via>(['tcp', 'quic'])('named prepared statements in transaction mode over %s', (via) => {
+  it('100 clients, 5 backends, thousands of executions, backend replacement, DEALLOCATE ALL', async () => {
+    const workers: Worker[] = await Promise.all(Array.from({ length: 100 }, async () => ({ c: await p.pgClient(via), generation: 0 })));
+    try {
+      const first = new Set<number>();
+      const n1 = await run(workers, 8, first, 7);
+      expect(n1).toBe(1600);
+      expect(first.size).toBeLessThanOrEqual(5);
+      await terminate(first);
+      const second = new Set<number>();
+      const n2 = await run(workers, 6, second);
+      expect(n2).toBe(1200);
+      for (const pid of second) expect(first.has(pid)).toBe(false);
+      expect(second.size).toBeLessThanOrEqual(5);
+    } finally {
+      await Promise.all(workers.map((w) => w.c.end().catch(() => undefined)));
+    }
+  }, 60_000);
+
+  it('answers like Postgres: failed Parse, DEALLOCATE name, unnamed statements', async () => {
+    const c = await p.pgClient(via);
+    try {
+      await c.query({ name: 'dup', text: 'select 1 as x' });
+      expect((await c.query({ name: 'dup', text: 'select 1 as x' })).rows[0].x).toBe(1);
+      // A failing Parse leaves no statement behind.
+      const bad = await c.query({ name: 'bad', text: 'select from nowhere_at_all' }).catch((e: { code?: string }) => e);
+      expect((bad as { code?: string }).code).toBe('42P01');
+      // SQL DEALLOCATE of a protocol-level statement, then PREPARE-free reuse of the name.
+      expect((await c.query('DEALLOCATE dup')).command).toBe('DEALLOCATE');
+      const gone = await c.query('DEALLOCATE dup').catch((e: { code?: string }) => e);
+      expect((gone as { code?: string }).code).toBe('26000');
+      // Unnamed statements pass through untouched.
+      expect((await c.query('select $1::int * 2 as y', [21])).rows[0].y).toBe(42);
+    } finally {
+      await c.end();
+    }
+  }, 20_000);
+});

@@ -1,0 +1,90 @@
+// Slow clients: a startup packet trickled one byte per second (cut off by authTimeoutMs, Postgres's
+// authentication_timeout, with 57014), and a session idle inside a transaction while holding the
+// pool's only backend (cut off by idleTransactionTimeoutMs with 25P03, the backend rolled back and
+// handed to the next client). Neither holds up anyone else.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
+import type { TestPooler } from '../support/pooler-helpers.js';
+import { eventually, rawTcp, sleep, trustStartup } from './helpers.js';
+import type { RawSession } from './helpers.js';
+
+const AUTH_TIMEOUT_MS = 1000;
+const IDLE_TX_TIMEOUT_MS = 600;
+const TABLE = 'hostile_slow_rows';
+let p: TestPooler;
+
+beforeAll(async () => {
+  p = await startPooler({ authTimeoutMs: AUTH_TIMEOUT_MS, pool: { poolSize: 1, idleTransactionTimeoutMs: IDLE_TX_TIMEOUT_MS, queryWaitTimeoutMs: 10_000 } });
+  await withClient({ host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password, database: pgInfo.database }, async (c) => {
+    await c.query(`drop table if exists ${TABLE}; create table ${TABLE} (x int)`);
+  });
+});
+afterAll(async () => {
+  await p.close();
+});
+
+/** Sends `bytes` one byte per `intervalMs` until the pooler closes the session. */
+async function trickle(s: RawSession, bytes: Buffer, intervalMs: number): Promise<number> {
+  let sent = 0;
+  while (!s.closed && sent < bytes.length) {
+    s.write(bytes.subarray(sent, sent + 1));
+    sent++;
+    await Promise.race([sleep(intervalMs), s.until(() => false, intervalMs).catch(() => undefined)]);
+  }
+  return sent;
+}
+
+describe('slow clients', () => {
+  it('cuts off startup packets sent one byte per second after authTimeoutMs with 57014, while others are served', async () => {
+    const slow = Array.from({ length: 20 }, () => rawTcp(p.port));
+    const trickling = slow.map((s) => trickle(s, trustStartup(), 1000));
+    // Meanwhile a good client logs in and queries at normal speed.
+    const t0 = Date.now();
+    await withClient(p.clientConfig(), async (c) => {
+      expect((await c.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    });
+    expect(Date.now() - t0).toBeLessThan(AUTH_TIMEOUT_MS);
+    const sent = await Promise.all(trickling);
+    for (const [i, s] of slow.entries()) {
+      expect(s.closed).toBe(true);
+      expect(s.messages).toMatchObject([{ type: 'ErrorResponse', fields: { S: 'FATAL', C: '57014' } }]);
+      const lived = s.closedAt - s.opened;
+      expect(lived).toBeGreaterThanOrEqual(AUTH_TIMEOUT_MS - 50);
+      expect(lived).toBeLessThan(AUTH_TIMEOUT_MS + 1500);
+      expect(sent[i]).toBeLessThan(4); // a 40-byte startup packet never got through
+    }
+    await eventually(() => p.pooler.stats().clients === 0, 3000, 'slow sessions gone');
+  });
+
+  it('cuts off a client that completed the startup packet but trickles its password', async () => {
+    const s = rawTcp(p.port);
+    s.write(Buffer.from(trustStartup().subarray(0, 0))); // nothing yet
+    const { encodeStartupPacket } = await import('@quicpool/wire');
+    s.write(encodeStartupPacket({ type: 'StartupMessage', protocolVersion: 3 << 16, parameters: { user: pgInfo.user, database: pgInfo.database } }));
+    await s.until((m) => m.some((x) => x.type === 'AuthenticationSASL'));
+    await trickle(s, Buffer.from('p\0\0\0\x36SCRAM-SHA-256\0\0\0\0\x20n,,n=,r=abcdefghijklmnopqrstuvwx'), 400);
+    expect(s.errorCodes).toEqual(['57014']);
+    expect(s.closedAt - s.opened).toBeLessThan(AUTH_TIMEOUT_MS + 1500);
+  });
+
+  it('closes a session idle in a transaction holding the only backend (25P03); the backend is rolled back and serves the next client', async () => {
+    const holder = new pg.Client(p.clientConfig());
+    const errors: Error[] = [];
+    holder.on('error', (e) => errors.push(e));
+    await holder.connect();
+    await holder.query('begin');
+    await holder.query(`insert into ${TABLE} values (1)`);
+    // The holder now sits idle in its transaction; the next client needs the pool's only backend.
+    const t0 = Date.now();
+    const count = await withClient(p.clientConfig(), async (c) => (await c.query(`select count(*)::int as n from ${TABLE}`)).rows[0].n as number);
+    const waited = Date.now() - t0;
+    expect(count).toBe(0); // the holder's insert was rolled back, never committed
+    expect(waited).toBeGreaterThanOrEqual(IDLE_TX_TIMEOUT_MS - 100);
+    expect(waited).toBeLessThan(IDLE_TX_TIMEOUT_MS + 3000);
+    const e = await rejection(holder.query('commit'));
+    expect([e, ...errors].map((x) => (x as { code?: string }).code)).toContain('25P03');
+    await holder.end().catch(() => undefined);
+    await eventually(() => p.pooler.stats().clients === 0, 3000, 'holder gone');
+  });
+});

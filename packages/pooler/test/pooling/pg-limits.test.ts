@@ -1,0 +1,102 @@
+// Limits and timeouts not covered elsewhere, each with its documented outcome: maxMessageSize
+// (08P01), server.connectTimeoutMs (08001), a client still in startup at shutdown (57P01),
+// minPoolSize (pre-warmed), serverLifetimeMs and serverIdleTimeoutMs (backends replaced/closed).
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BackendDecoder, encodeStartupPacket } from '@quicpool/wire';
+import type { BackendMessage } from '@quicpool/wire';
+import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
+import type { TestPooler } from '../support/pooler-helpers.js';
+
+let p: TestPooler | undefined;
+const cleanups: (() => void)[] = [];
+afterEach(async () => {
+  await p?.close();
+  p = undefined;
+  for (const f of cleanups.splice(0)) f();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(cond: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await sleep(25);
+  }
+}
+
+describe('limits and timeouts (more)', () => {
+  it('a client message larger than maxMessageSize gets 08P01 and the session closes', async () => {
+    p = await startPooler({ maxMessageSize: 4096 });
+    await withClient(p.clientConfig(), async (c) => {
+      expect((await c.query('select $1::text as t', ['x'.repeat(1000)])).rows[0].t).toHaveLength(1000);
+      const e = await rejection(c.query('select $1::text as t', ['x'.repeat(10_000)]));
+      expect(e.code).toBe('08P01');
+    });
+    await withClient(p.clientConfig(), async (c) => expect((await c.query('select 1 as ok')).rows[0].ok).toBe(1));
+  });
+
+  it('a server that does not answer the login within server.connectTimeoutMs gives 08001', async () => {
+    const silent = net.createServer(() => undefined); // accepts and never speaks
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    cleanups.push(() => silent.close());
+    const { port } = silent.address() as net.AddressInfo;
+    p = await startPooler({ server: { host: '127.0.0.1', port, connectTimeoutMs: 200 } });
+    const started = Date.now();
+    const e = await rejection(withClient(p.clientConfig(), (c) => c.query('select 1')));
+    expect(e.code).toBe('08001');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('a client still in startup when the pooler shuts down gets 57P01; new connections are refused', async () => {
+    p = await startPooler();
+    await withClient(p.clientConfig(), (c) => c.query('begin')); // the pooler has served someone
+    const holder = await new Promise<net.Socket>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port: p!.port }, () => resolve(s));
+    });
+    holder.on('error', () => undefined);
+    cleanups.push(() => holder.destroy());
+    await until(() => p!.pooler.stats().clients >= 1, 2000); // accepted, startup not yet sent
+    const messages: BackendMessage[] = [];
+    const decoder = new BackendDecoder();
+    holder.on('data', (chunk: Buffer) => {
+      decoder.push(chunk);
+      messages.push(...decoder.drain());
+    });
+    const closing = p.pooler.close({ graceful: true, deadlineMs: 2000 });
+    holder.write(encodeStartupPacket({ type: 'StartupMessage', protocolVersion: 3 << 16, parameters: { user: pgInfo.trustUser, database: pgInfo.database } }));
+    await until(() => holder.destroyed || holder.readableEnded || messages.length > 0, 3000);
+    await closing;
+    const error = messages.find((m) => m.type === 'ErrorResponse');
+    // The drain closes sessions without a transaction at once, those still in startup included.
+    expect(error?.type === 'ErrorResponse' ? error.fields['C'] : undefined).toBe('57P01');
+    const late = net.connect({ host: '127.0.0.1', port: p.port });
+    const refused = await new Promise<string>((resolve) => {
+      late.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+      late.on('close', () => resolve('closed'));
+    });
+    expect(['ECONNREFUSED', 'closed']).toContain(refused);
+  });
+
+  it('minPoolSize pre-warms backends; serverLifetimeMs and serverIdleTimeoutMs close them', async () => {
+    p = await startPooler({ pool: { poolSize: 4, minPoolSize: 2, serverLifetimeMs: 300, serverIdleTimeoutMs: 0 } });
+    const firstPid = await withClient(p.clientConfig(), async (c) => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number);
+    await until(() => (p!.pooler.stats().pools[0]?.idle ?? 0) >= 2, 3000); // minPoolSize reached without clients
+    await sleep(400);
+    // Past its lifetime the backend is not reused: the next client gets a new one.
+    const laterPid = await withClient(p.clientConfig(), async (c) => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number);
+    expect(laterPid).not.toBe(firstPid);
+    await p.close();
+
+    p = await startPooler({ pool: { poolSize: 4, minPoolSize: 1, serverIdleTimeoutMs: 200 } });
+    const clients = await Promise.all([1, 2, 3].map(async () => {
+      const cfg = p!.clientConfig();
+      return withClient(cfg, (c) => c.query('select pg_sleep(0.1)'));
+    }));
+    expect(clients).toHaveLength(3);
+    expect(p.pooler.stats().pools[0]!.idle).toBeGreaterThanOrEqual(2);
+    await until(() => p!.pooler.stats().pools[0]!.idle === 1, 4000); // idle ones closed down to minPoolSize
+    expect(p.pooler.stats().pools[0]!.closedTotal).toBeGreaterThanOrEqual(2);
+  });
+});

@@ -1,0 +1,46 @@
+// pgbench (from the machine's PostgreSQL client tools) through the pooler: -S and a custom
+// script, a few seconds each, zero failed transactions. Skipped with a printed reason only when
+// pgbench is not installed.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPooler } from '../support/pooler-helpers.js';
+import type { TestPooler } from '../support/pooler-helpers.js';
+import { failedTransactions, pgbench, PGBENCH_MISSING, processedTransactions, runPgbench } from '../support/pgbench-helpers.js';
+
+if (pgbench === null) console.log(`pgbench test skipped: ${PGBENCH_MISSING}`);
+
+describe.skipIf(pgbench === null)('pgbench through the pooler', () => {
+  let p: TestPooler;
+  let dir: string;
+  beforeAll(async () => {
+    p = await startPooler({ pool: { poolSize: 5 } });
+    dir = mkdtempSync(join(tmpdir(), 'quicpool-pgbench-'));
+    await runPgbench(['-i', '-s', '1', '-q'], p.port); // COPY and VACUUM go through the pooler too
+  }, 60_000);
+  afterAll(async () => {
+    await runPgbench(['-i', '-I', 'd'], p.port).catch(() => undefined);
+    await p.close();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('runs -S with 20 clients for 3 s with zero failed transactions', async () => {
+    const out = await runPgbench(['-S', '-c', '20', '-j', '2', '-T', '3', '-M', 'extended'], p.port);
+    expect(failedTransactions(out)).toBe(0);
+    expect(processedTransactions(out)).toBeGreaterThan(100);
+  }, 30_000);
+
+  it('runs a custom script (transactions with writes) for 3 s with zero failed transactions', async () => {
+    const script = join(dir, 'custom.sql');
+    writeFileSync(
+      script,
+      ['\\set aid random(1, 100000)', '\\set delta random(-5000, 5000)', 'BEGIN;',
+        'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;',
+        'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;', 'END;'].join('\n'),
+    );
+    const out = await runPgbench(['-f', script, '-c', '10', '-j', '2', '-T', '3'], p.port);
+    expect(failedTransactions(out)).toBe(0);
+    expect(processedTransactions(out)).toBeGreaterThan(50);
+  }, 30_000);
+});

@@ -1,0 +1,59 @@
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { rejection, startPooler } from '../support/pooler-helpers.js';
+import type { TestPooler } from '../support/pooler-helpers.js';
+
+async function client(p: TestPooler, errors: Error[]): Promise<pg.Client> {
+  const c = new pg.Client(p.clientConfig());
+  c.on('error', (e) => errors.push(e));
+  await c.connect();
+  return c;
+}
+
+const codes = (errors: Error[]) => errors.map((e) => (e as { code?: string }).code);
+
+describe('shutdown', () => {
+  it('graceful: idle clients get 57P01 at once, a transaction in progress may finish first', async () => {
+    const p = await startPooler();
+    const errorsA: Error[] = [];
+    const errorsB: Error[] = [];
+    const a = await client(p, errorsA);
+    const b = await client(p, errorsB);
+    try {
+      await a.query('begin');
+      const closed = p.pooler.close({ graceful: true, deadlineMs: 5000 });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(codes(errorsB)).toContain('57P01');
+      await a.query('select 1'); // the transaction goes on
+      await a.query('insert into pg_temp.nothing select 1').catch(() => undefined); // errors: status E, still pinned
+      expect(codes(errorsA)).toEqual([]);
+      await a.query('rollback'); // still served; the session is closed right after
+      await closed;
+      expect(codes(errorsA)).toContain('57P01');
+      expect(p.pooler.stats().clients).toBe(0);
+      expect(p.pooler.stats().pools.every((x) => x.idle + x.active + x.resetting === 0)).toBe(true);
+      // no new sessions
+      const late = new pg.Client(p.clientConfig());
+      expect(await rejection(late.connect())).toBeInstanceOf(Error);
+    } finally {
+      await a.end().catch(() => undefined);
+      await b.end().catch(() => undefined);
+    }
+  });
+
+  it('graceful with a deadline: a transaction that does not finish is closed with 57P01', async () => {
+    const p = await startPooler();
+    const errors: Error[] = [];
+    const a = await client(p, errors);
+    try {
+      await a.query('begin');
+      const started = Date.now();
+      await p.pooler.close({ graceful: true, deadlineMs: 300 });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(codes(errors)).toContain('57P01');
+    } finally {
+      await a.end().catch(() => undefined);
+    }
+  });
+});

@@ -1,0 +1,48 @@
+// A clock the test moves by hand: timers fire in deadline order when `advance` passes them, never
+// on their own. Pools and sessions built with it have deterministic time: no test sleeps.
+import type { Clock, Timer } from '../../src/core/clock.js';
+
+interface Entry {
+  readonly at: number;
+  readonly seq: number;
+  readonly fn: () => void;
+}
+
+export class ManualClock implements Clock {
+  private time = 0;
+  private seq = 0;
+  private readonly timers = new Map<Timer, Entry>();
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimer(fn: () => void, ms: number): Timer {
+    const t = {} as Timer;
+    this.timers.set(t, { at: this.time + Math.max(0, ms), seq: this.seq++, fn });
+    return t;
+  }
+
+  clearTimer(timer: Timer): void {
+    this.timers.delete(timer);
+  }
+
+  /** Timers armed and not fired or cleared. */
+  get pending(): number {
+    return this.timers.size;
+  }
+
+  /** Moves time forward by `ms`, firing every timer due on the way (including ones they arm). */
+  advance(ms: number): void {
+    const end = this.time + ms;
+    for (;;) {
+      let next: [Timer, Entry] | null = null;
+      for (const e of this.timers) if (e[1].at <= end && (next === null || e[1].at < next[1].at || (e[1].at === next[1].at && e[1].seq < next[1].seq))) next = e;
+      if (next === null) break;
+      this.timers.delete(next[0]);
+      this.time = Math.max(this.time, next[1].at);
+      next[1].fn();
+    }
+    this.time = end;
+  }
+}

@@ -1,0 +1,58 @@
+// Starting a pooler in front of the fixture's Postgres for one test file, and closing it.
+import { inject } from 'vitest';
+import type {} from '@quicpool/pg-fixture';
+import pg from 'pg';
+import { listenTcp } from '@quicpool/transport';
+import { createPooler } from '../../src/index.js';
+import type { Pooler, PoolerConfig } from '../../src/index.js';
+
+export const pgInfo = inject('pg');
+
+export interface TestPooler {
+  readonly pooler: Pooler;
+  readonly port: number;
+  /** pg.Client options for this pooler as the fixture superuser (SCRAM). */
+  clientConfig(extra?: pg.ClientConfig): pg.ClientConfig;
+  close(): Promise<void>;
+}
+
+export async function startPooler(overrides: Partial<PoolerConfig> = {}): Promise<TestPooler> {
+  const pooler = createPooler({
+    server: { host: pgInfo.host, port: pgInfo.port },
+    users: {
+      [pgInfo.user]: { password: pgInfo.password },
+      [pgInfo.md5User]: { password: pgInfo.md5Password, auth: 'md5' },
+      [pgInfo.trustUser]: { auth: 'trust' },
+    },
+    ...overrides,
+  });
+  const listener = await listenTcp({ host: '127.0.0.1', port: 0 });
+  pooler.listen(listener);
+  const port = listener.address().port;
+  return {
+    pooler,
+    port,
+    clientConfig: (extra = {}) => ({
+      host: '127.0.0.1',
+      port,
+      database: pgInfo.database,
+      user: pgInfo.user,
+      password: pgInfo.password,
+      ...extra,
+    }),
+    close: () => pooler.close({ graceful: false }),
+  };
+}
+
+/** Connects a pg.Client, runs `fn`, always ends the client. */
+export { withPgClient as withClient } from '@quicpool/pg-fixture';
+
+/** The error a promise rejects with (fails the test when it resolves). */
+export async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error & { code?: string };
+  }
+  throw new Error('expected a rejection');
+}
