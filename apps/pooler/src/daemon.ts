@@ -237,6 +237,8 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
       void shutdown(signal, false);
     } else if (now - firstSignalAt >= SECOND_SIGNAL_AFTER_MS) {
       void shutdown(signal, true);
+    } else {
+      log.info({ signal }, `repeated stop signal within ${SECOND_SIGNAL_AFTER_MS} ms ignored (the same Ctrl-C forwarded)`);
     }
   };
   process.on('SIGTERM', onStop);

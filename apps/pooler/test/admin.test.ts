@@ -158,10 +158,12 @@ describe('admin console', () => {
       expect((await admin.query('PAUSE')).command).toBe('PAUSE');
       let done = false;
       const held = app.query('SELECT 42 AS answer').then((r) => ((done = true), r.rows));
-      await new Promise((r) => setTimeout(r, 300));
+      // The query reaches the pooler and waits there (SHOW POOLS counts it), unanswered.
+      const waiting = async (): Promise<string | undefined> =>
+        ((await admin.query('SHOW POOLS')).rows as Record<string, string>[]).find((r) => r['database'] === upstream.database)?.['cl_waiting'];
+      for (let i = 0; i < 200 && (await waiting()) !== '1'; i++) await new Promise((r) => setImmediate(r));
+      expect(await waiting()).toBe('1');
       expect(done).toBe(false);
-      const pools = await admin.query('SHOW POOLS');
-      expect(pools.rows.find((r: Record<string, string>) => r['database'] === upstream.database)?.['cl_waiting']).toBe('1');
       expect((await admin.query('RESUME')).command).toBe('RESUME');
       expect(await held).toEqual([{ answer: 42 }]);
     } finally {

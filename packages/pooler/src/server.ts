@@ -64,19 +64,8 @@ export function createPooler(config: PoolerConfig, options: PoolerOptions = {}):
   const core = new PoolerCore(resolvePoolerConfig(config), options.clock ?? realClock);
   const listeners = new Set<SessionListener>();
   let closing: Promise<void> | null = null;
-  /** Set by close({ graceful: false }) during a graceful close: cut the drain short. */
-  let forced = false;
-
-  const waitForClients = (deadlineMs: number): Promise<boolean> =>
-    new Promise<boolean>((resolve) => {
-      const started = core.clock.now();
-      const tick = (): void => {
-        if (core.clientCount === 0) return resolve(true);
-        if (core.clock.now() - started >= deadlineMs || forced) return resolve(false);
-        core.clock.setTimer(tick, 20);
-      };
-      tick();
-    });
+  /** The graceful drain in progress: close({ graceful: false }) cuts it short. */
+  let drain: { cut(): void } | null = null;
 
   async function doClose(o: CloseOptions): Promise<void> {
     const graceful = o.graceful ?? true;
@@ -85,11 +74,14 @@ export function createPooler(config: PoolerConfig, options: PoolerOptions = {}):
     core.shutdownClients(graceful);
     if (graceful) {
       core.closePools(false);
-      await waitForClients(o.deadlineMs ?? 30_000);
+      const wait = core.clientsGone(o.deadlineMs ?? 30_000);
+      drain = wait;
+      await wait.done;
+      drain = null;
       core.shutdownClients(false);
     }
     core.closePools(true);
-    await waitForClients(5_000);
+    await core.clientsGone(5_000).done;
     await Promise.all([...listenersClosed, core.settled()]);
   }
 
@@ -119,7 +111,7 @@ export function createPooler(config: PoolerConfig, options: PoolerOptions = {}):
       });
     },
     close(o: CloseOptions = {}): Promise<void> {
-      if (closing !== null && o.graceful === false) forced = true;
+      if (closing !== null && o.graceful === false) drain?.cut();
       closing ??= doClose(o);
       return closing;
     },

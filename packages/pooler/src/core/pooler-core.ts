@@ -56,6 +56,8 @@ export class PoolerCore {
   private cancelRequestsTotal = 0;
   private cancelsForwardedTotal = 0;
   private earlyDataSessionsTotal = 0;
+  /** Called once when the last client session has ended (clientsGone). */
+  private readonly emptyWaiters: (() => void)[] = [];
   private readonly pendingCancels = new Set<Promise<void>>();
 
   constructor(
@@ -80,10 +82,6 @@ export class PoolerCore {
     if (client.info.quic?.earlyData === true) this.earlyDataSessionsTotal++;
     this.clients.add(client);
     this.emit({ type: 'connected', info: client.info });
-  }
-
-  get clientCount(): number {
-    return this.clients.size;
   }
 
   emit(e: ClientEvent): void {
@@ -140,6 +138,7 @@ export class PoolerCore {
   /** The session ended; `admittedKey` is the pool key it was admitted to, if it was. */
   closed(client: ClientHandle, admittedKey: string | null): void {
     if (!this.clients.delete(client)) return;
+    if (this.clients.size === 0) for (const w of this.emptyWaiters.splice(0)) w();
     if (admittedKey === null) return;
     this.admittedTotal--;
     const n = (this.admitted.get(admittedKey) ?? 1) - 1;
@@ -290,6 +289,25 @@ export class PoolerCore {
       if (immediate) pool.destroyAll();
       else pool.close();
     }
+  }
+
+  /** Resolves true once no client session is left, false when `deadlineMs` passes or `cut()` first. */
+  clientsGone(deadlineMs: number): { readonly done: Promise<boolean>; cut(): void } {
+    let finish: (gone: boolean) => void = () => undefined;
+    const done = new Promise<boolean>((resolve) => {
+      if (this.clients.size === 0) return resolve(true);
+      const timer = this.clock.setTimer(() => finish(false), deadlineMs);
+      const onEmpty = (): void => finish(true);
+      finish = (gone) => {
+        this.clock.clearTimer(timer);
+        const i = this.emptyWaiters.indexOf(onEmpty);
+        if (i >= 0) this.emptyWaiters.splice(i, 1);
+        finish = () => undefined;
+        resolve(gone);
+      };
+      this.emptyWaiters.push(onEmpty);
+    });
+    return { done, cut: () => finish(false) };
   }
 
   async settled(): Promise<void> {

@@ -32,6 +32,13 @@ export class ManualClock implements Clock {
     return this.timers.size;
   }
 
+  /** Timers due exactly at `at` (e.g. `now() + delay` for those armed now with `delay`). */
+  timersDue(at: number): number {
+    let n = 0;
+    for (const e of this.timers.values()) if (e.at === at) n++;
+    return n;
+  }
+
   /** Moves time forward by `ms`, firing every timer due on the way (including ones they arm). */
   advance(ms: number): void {
     const end = this.time + ms;

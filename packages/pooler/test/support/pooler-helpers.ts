@@ -4,7 +4,7 @@ import type {} from '@quicpool/pg-fixture';
 import pg from 'pg';
 import { listenTcp } from '@quicpool/transport';
 import { createPooler } from '../../src/index.js';
-import type { Pooler, PoolerConfig } from '../../src/index.js';
+import type { Pooler, PoolerConfig, PoolerOptions } from '../../src/index.js';
 
 export const pgInfo = inject('pg');
 
@@ -16,7 +16,7 @@ export interface TestPooler {
   close(): Promise<void>;
 }
 
-export async function startPooler(overrides: Partial<PoolerConfig> = {}): Promise<TestPooler> {
+export async function startPooler(overrides: Partial<PoolerConfig> = {}, options: PoolerOptions = {}): Promise<TestPooler> {
   const pooler = createPooler({
     server: { host: pgInfo.host, port: pgInfo.port },
     users: {
@@ -25,7 +25,7 @@ export async function startPooler(overrides: Partial<PoolerConfig> = {}): Promis
       [pgInfo.trustUser]: { auth: 'trust' },
     },
     ...overrides,
-  });
+  }, options);
   const listener = await listenTcp({ host: '127.0.0.1', port: 0 });
   pooler.listen(listener);
   const port = listener.address().port;
