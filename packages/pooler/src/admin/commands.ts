@@ -164,7 +164,7 @@ export function createAdminCommands(ctx: AdminContext): AdminCommands {
             await ctx.reload();
             return { kind: 'command', tag: 'RELOAD' };
           } catch (e) {
-            return { kind: 'error', sqlstate: 'F0000' /* config_file_error */, message: `RELOAD failed, the old configuration stays: ${e instanceof Error ? e.message : String(e)}` };
+            return { kind: 'error', sqlstate: SQLSTATE.CONFIG_FILE_ERROR, message: `RELOAD failed, the old configuration stays: ${e instanceof Error ? e.message : String(e)}` };
           }
         case 'shutdown':
           setTimeout(() => ctx.shutdown(), 10);

@@ -6,7 +6,7 @@
 // simple-protocol SHOW/PAUSE/... into result sets.
 import { randomBytes } from 'node:crypto';
 import { encodeBackend, errorResponse, FrontendDecoder, SQLSTATE } from '@quicpool/wire';
-import type { FieldDescription } from '@quicpool/wire';
+import type { FieldDescription, SqlState } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import type { VirtualDatabase } from '../core/pooler-core.js';
 
@@ -20,7 +20,7 @@ export type AdminResult =
       readonly tag: string;
     }
   | { readonly kind: 'command'; readonly tag: string }
-  | { readonly kind: 'error'; readonly sqlstate: string; readonly message: string };
+  | { readonly kind: 'error'; readonly sqlstate: SqlState; readonly message: string };
 
 export interface AdminCommands {
   /** One statement (no trailing semicolon, trimmed). */
@@ -77,7 +77,7 @@ function serve(stream: SessionStream, commands: AdminCommands): void {
   let skipToSync = false;
   let queue = Promise.resolve();
   stream.on('error', () => undefined);
-  const fail = (sqlstate: string, message: string): void => {
+  const fail = (sqlstate: SqlState, message: string): void => {
     stream.end(errorResponse('FATAL', sqlstate, message));
   };
   const handle = async (query: string): Promise<void> => {

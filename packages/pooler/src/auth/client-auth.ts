@@ -2,7 +2,7 @@
 // handed each 'p' message decoded as the kind it asked for, and answers with bytes to send.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { encodeBackend, SQLSTATE } from '@quicpool/wire';
-import type { AuthenticationResponseKind, TypedFrontendMessage } from '@quicpool/wire';
+import type { AuthenticationResponseKind, TypedFrontendMessage, SqlState } from '@quicpool/wire';
 import type { ResolvedUser } from '../config/pooler-config.js';
 import { verifyMd5 } from './md5.js';
 import { DEFAULT_SCRAM_ITERATIONS, SCRAM_SHA_256, ScramServer } from './scram.js';
@@ -13,7 +13,7 @@ export type AuthStep =
   | { readonly kind: 'continue'; readonly bytes: Buffer; readonly expect: AuthenticationResponseKind }
   /** Authenticated: send `bytes` (AuthenticationOk, preceded by SASLFinal for SCRAM). */
   | { readonly kind: 'ok'; readonly bytes: Buffer }
-  | { readonly kind: 'fail'; readonly sqlstate: string; readonly message: string };
+  | { readonly kind: 'fail'; readonly sqlstate: SqlState; readonly message: string };
 
 export interface ClientAuthContext {
   readonly userName: string;

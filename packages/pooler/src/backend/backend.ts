@@ -1,6 +1,6 @@
 // One server connection. Its state and the pool list it sits in change together, only through
 // Pool.setState; this class holds the connection's own facts and routes what the server sends.
-import { decodeBackendMessage, MessageType, readyForQueryStatus } from '@quicpool/wire';
+import { decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import type { BatchedWriter, WriteBatcher } from '../core/write-batcher.js';
@@ -188,4 +188,4 @@ export class Backend {
   }
 }
 
-const TERMINATE = Buffer.from([0x58, 0, 0, 0, 4]);
+const TERMINATE = encodeFrontend({ type: 'Terminate' });

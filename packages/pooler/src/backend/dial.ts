@@ -43,6 +43,9 @@ export function describeServer(address: ServerAddress): string {
 }
 
 const SSL_REQUEST = encodeStartupPacket({ type: 'SSLRequest' });
+/** The server's one-byte answers to SSLRequest. */
+const SSL_ACCEPTED = 0x53; // 'S'
+const SSL_REFUSED = 0x4e; // 'N'
 
 /**
  * Connects to the server; with TLS configured, asks for it (SSLRequest) and completes the
@@ -91,8 +94,8 @@ function askForTls(stream: SessionStream, address: ServerAddress): Promise<void>
     const onData = (chunk: Buffer): void => {
       // Nothing follows the answer until our ClientHello: more bytes would be a broken server.
       stream.pause();
-      if (chunk.length === 1 && chunk[0] === 0x53) return finish(null);
-      if (chunk.length === 1 && chunk[0] === 0x4e) {
+      if (chunk.length === 1 && chunk[0] === SSL_ACCEPTED) return finish(null);
+      if (chunk.length === 1 && chunk[0] === SSL_REFUSED) {
         return finish(new TransportError(`the server at ${describeServer(address)} does not accept TLS, and upstream TLS is required`, 'ECONNREFUSED'));
       }
       finish(new TransportError(`the server at ${describeServer(address)} answered SSLRequest with ${chunk.length} unexpected bytes`, 'ECONNRESET'));

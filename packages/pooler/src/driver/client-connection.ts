@@ -3,7 +3,7 @@
 // and the clock. It keeps I/O handles only (the stream and its writer, the attached backend, the
 // pool, timers, read pauses) plus the traffic counted for the pool; every decision and every fact
 // about the session comes from the machine.
-import { decodeStartupPacket, FrontendDecoder, ProtocolError } from '@quicpool/wire';
+import { decodeStartupPacket, FrontendDecoder, ProtocolError, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
 import { upgradeToTls } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
@@ -283,7 +283,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         this.cancelProcessId = cancelKey.processId;
         this.dispatch({ type: 'serverParameters', parameters, cancelKey });
       },
-      (e: unknown) => this.dispatch({ type: 'backendUnavailable', error: e instanceof BackendLoginError ? e.toEncodedError() : fatal('08001', String(e)) }),
+      (e: unknown) => this.dispatch({ type: 'backendUnavailable', error: e instanceof BackendLoginError ? e.toEncodedError() : fatal(SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, String(e)) }),
     );
   }
 

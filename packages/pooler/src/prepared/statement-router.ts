@@ -28,12 +28,9 @@ import {
   renameParse,
   statementTarget,
   SYNC,
-  T_BIND,
-  T_CLOSE,
-  T_DESCRIBE,
-  T_PARSE,
   targetMessage,
 } from './wire-names.js';
+import { MessageType } from '@quicpool/wire';
 
 /** What the client's forwarded message is answered with, at the end. */
 type Completion = 'parse' | 'bind' | 'describe' | 'execute' | 'close' | 'sync' | 'ready';
@@ -81,21 +78,9 @@ export interface RouterSink {
   readyDropped(): void;
 }
 
-const B_PARSE_COMPLETE = 0x31;
-const B_BIND_COMPLETE = 0x32;
-const B_CLOSE_COMPLETE = 0x33;
-const B_NO_DATA = 0x6e;
-const B_ROW_DESCRIPTION = 0x54;
-const B_COMMAND_COMPLETE = 0x43;
-const B_EMPTY_QUERY = 0x49;
-const B_PORTAL_SUSPENDED = 0x73;
-const B_ERROR = 0x45;
-const B_READY = 0x5a;
-const T_QUERY = 0x51;
-const T_SYNC = 0x53;
-const T_EXECUTE = 0x45;
-const T_FUNCTION_CALL = 0x46;
-const T_FLUSH = 0x48;
+// Message types by their protocol names, as local constants (switches on them stay cheap).
+const { ParseComplete, BindComplete, CloseComplete, NoData, RowDescription, CommandComplete, EmptyQueryResponse, PortalSuspended, ErrorResponse, ReadyForQuery } = MessageType;
+const { Query, Sync, Execute, FunctionCall, Flush, Parse, Bind, Describe, Close } = MessageType;
 
 /** `DEALLOCATE [PREPARE] name` as the whole of a simple query. */
 const DEALLOCATE_ONE = /^\s*deallocate\s+(?:prepare\s+)?(?:"((?:[^"]|"")+)"|([a-z_][\w$]*))\s*;?\s*$/i;
@@ -171,10 +156,10 @@ export class StatementRouter {
 
   private route(type: number, bytes: Buffer, scope: string): void {
     switch (type) {
-      case T_PARSE:
+      case Parse:
         this.midExtended = true;
         return this.onParse(bytes, scope);
-      case T_BIND: {
+      case Bind: {
         this.midExtended = true;
         const s = bindStatement(bytes);
         const stmt = s.name === '' ? undefined : this.statements.get(s.name);
@@ -182,15 +167,15 @@ export class StatementRouter {
         this.ensure(stmt);
         return this.pass(renameBind(bytes, s.start, s.end, stmt.pooler), 'bind');
       }
-      case T_DESCRIBE: {
+      case Describe: {
         this.midExtended = true;
         const name = statementTarget(bytes);
         const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
         if (stmt === undefined) return this.pass(bytes, 'describe');
         this.ensure(stmt);
-        return this.pass(targetMessage(T_DESCRIBE, stmt.pooler), 'describe');
+        return this.pass(targetMessage(Describe, stmt.pooler), 'describe');
       }
-      case T_CLOSE: {
+      case Close: {
         this.midExtended = true;
         const name = statementTarget(bytes);
         const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
@@ -201,20 +186,20 @@ export class StatementRouter {
         this.nameGroup.set(name, this.groups);
         return this.push({ k: 'synth', bytes: CLOSE_COMPLETE, undo: { reopen: [name, stmt] } });
       }
-      case T_EXECUTE:
+      case Execute:
         this.midExtended = true;
         return this.pass(bytes, 'execute');
-      case T_SYNC:
+      case Sync:
         this.midExtended = false;
         this.sink.toBackend(bytes);
         this.skipping = false;
         this.groups++;
         return this.push(CLIENT_ENTRY.sync);
-      case T_QUERY:
+      case Query:
         return this.pass(this.midExtended ? bytes : this.rewriteDeallocate(bytes), 'ready');
-      case T_FUNCTION_CALL:
+      case FunctionCall:
         return this.pass(bytes, 'ready');
-      case T_FLUSH:
+      case Flush:
         this.midExtended = true;
         this.sink.toBackend(bytes);
         return;
@@ -229,32 +214,32 @@ export class StatementRouter {
   backend(type: number, bytes: Buffer): void {
     const e = this.queue[this.head];
     switch (type) {
-      case B_PARSE_COMPLETE:
-      case B_BIND_COMPLETE:
-      case B_CLOSE_COMPLETE:
+      case ParseComplete:
+      case BindComplete:
+      case CloseComplete:
         if (e !== undefined && (e.k === 'injectedParse' || e.k === 'injectedClose')) return this.complete();
         this.sink.pass(type, bytes);
         return this.complete();
-      case B_NO_DATA:
-      case B_ROW_DESCRIPTION:
+      case NoData:
+      case RowDescription:
         this.sink.pass(type, bytes);
         if (e?.k === 'client' && e.c === 'describe') this.complete();
         return;
-      case B_COMMAND_COMPLETE:
-      case B_EMPTY_QUERY:
-      case B_PORTAL_SUSPENDED:
-        if (type === B_COMMAND_COMPLETE && bytes[5] === 0x44 /* D */) this.watchTag(bytes);
+      case CommandComplete:
+      case EmptyQueryResponse:
+      case PortalSuspended:
+        if (type === CommandComplete && bytes[5] === 0x44 /* D */) this.watchTag(bytes);
         this.sink.pass(type, bytes);
         if (e?.k === 'client' && e.c === 'execute') this.complete();
         return;
-      case B_ERROR:
+      case ErrorResponse:
         if (e === undefined || e.k === 'injectedSync' || (e.k === 'client' && (e.c === 'sync' || e.c === 'ready'))) {
           this.sink.pass(type, bytes);
           return;
         }
         if (!(e.k === 'injectedParse' && e.quiet)) this.sink.pass(type, bytes);
         return this.skipToSync();
-      case B_READY:
+      case ReadyForQuery:
         this.skipping = false;
         if (e?.k === 'injectedSync' || (e?.k === 'client' && e.c === 'sync')) this.resolved++;
         if (e?.k === 'injectedSync') {
@@ -319,9 +304,9 @@ export class StatementRouter {
   /** Does this message name a client statement whose registration or Close is still undecided? */
   private ambiguous(type: number, bytes: Buffer): boolean {
     let name: string | undefined;
-    if (type === T_PARSE) name = parseName(bytes).name;
-    else if (type === T_BIND) name = bindStatement(bytes).name;
-    else if (type === T_DESCRIBE || type === T_CLOSE) name = statementTarget(bytes);
+    if (type === Parse) name = parseName(bytes).name;
+    else if (type === Bind) name = bindStatement(bytes).name;
+    else if (type === Describe || type === Close) name = statementTarget(bytes);
     else return false;
     const g = name === undefined || name === '' ? undefined : this.nameGroup.get(name);
     return g !== undefined && g < this.groups && g >= this.resolved;
@@ -357,7 +342,7 @@ export class StatementRouter {
   }
 
   private injectClose(name: string): void {
-    this.sink.toBackend(targetMessage(T_CLOSE, name));
+    this.sink.toBackend(targetMessage(Close, name));
     this.push({ k: 'injectedClose', name });
   }
 
@@ -505,7 +490,7 @@ function startsWithD(bytes: Buffer): boolean {
 function queryBytes(text: string): Buffer {
   const body = Buffer.from(`${text}\0`, 'utf8');
   const out = Buffer.allocUnsafe(body.length + 5);
-  out[0] = T_QUERY;
+  out[0] = Query;
   out.writeInt32BE(body.length + 4, 1);
   body.copy(out, 5);
   return out;

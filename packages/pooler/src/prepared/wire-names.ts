@@ -3,11 +3,10 @@
 // message as it is: no full decode/encode, and nothing of this runs for unnamed statements.
 import { createHash } from 'node:crypto';
 
-export const T_PARSE = 0x50;
-export const T_BIND = 0x42;
-export const T_DESCRIBE = 0x44;
-export const T_CLOSE = 0x43;
-const TARGET_STATEMENT = 0x53; // 'S'
+import { encodeBackend, encodeFrontend, MessageType } from '@quicpool/wire';
+
+/** Describe and Close name their target with this byte: 'S' a prepared statement ('P' a portal). */
+const TARGET_STATEMENT = 0x53;
 
 function cstring(bytes: Buffer, start: number): { value: string; end: number } {
   const end = bytes.indexOf(0, start);
@@ -40,7 +39,7 @@ export function parseBody(bytes: Buffer, restStart: number): Buffer {
 }
 
 export function renameParse(bytes: Buffer, restStart: number, name: string): Buffer {
-  return frame(T_PARSE, [z(name), bytes.subarray(restStart)]);
+  return frame(MessageType.Parse, [z(name), bytes.subarray(restStart)]);
 }
 
 /**
@@ -57,7 +56,7 @@ export function replaceParseQuery(bytes: Buffer, query: string): Buffer {
   const types = Buffer.alloc(2 + 4 * n);
   types.writeInt16BE(n, 0);
   for (let i = 0; i < n; i++) types.writeInt32BE(i < declared ? bytes.readInt32BE(q.end + 3 + 4 * i) : 25, 2 + 4 * i);
-  return frame(T_PARSE, [bytes.subarray(5, name.end + 1), z(query), types]);
+  return frame(MessageType.Parse, [bytes.subarray(5, name.end + 1), z(query), types]);
 }
 
 /** Bind: the statement name (after the portal name) and its byte range. */
@@ -68,7 +67,7 @@ export function bindStatement(bytes: Buffer): { name: string; start: number; end
 }
 
 export function renameBind(bytes: Buffer, start: number, end: number, name: string): Buffer {
-  return frame(T_BIND, [bytes.subarray(5, start), z(name), bytes.subarray(end + 1)]);
+  return frame(MessageType.Bind, [bytes.subarray(5, start), z(name), bytes.subarray(end + 1)]);
 }
 
 /** Describe/Close of a statement ('S'): its name; undefined for a portal ('P'). */
@@ -81,9 +80,9 @@ export function targetMessage(type: number, name: string): Buffer {
   return frame(type, [Buffer.from([TARGET_STATEMENT]), z(name)]);
 }
 
-export const SYNC = Buffer.from([0x53, 0, 0, 0, 4]);
-export const PARSE_COMPLETE = Buffer.from([0x31, 0, 0, 0, 4]);
-export const CLOSE_COMPLETE = Buffer.from([0x33, 0, 0, 0, 4]);
+export const SYNC = encodeFrontend({ type: 'Sync' });
+export const PARSE_COMPLETE = encodeBackend({ type: 'ParseComplete' });
+export const CLOSE_COMPLETE = encodeBackend({ type: 'CloseComplete' });
 
 /**
  * The pooler-wide name of a statement: same text, parameter types and search_path give the same

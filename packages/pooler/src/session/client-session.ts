@@ -5,7 +5,7 @@
 // phases, client messages held while no backend is attached, when a backend is needed and when it
 // goes back, the session-state policy, and what the client sees when something fails.
 import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
-import type { RawMessage } from '@quicpool/wire';
+import type { RawMessage, SqlState } from '@quicpool/wire';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
 import { ParameterSync } from './parameter-sync.js';
@@ -353,7 +353,7 @@ export class ClientSession implements StartupOwner {
   // --- the end ---------------------------------------------------------------------------------
 
   /** ErrorResponse FATAL, then close. */
-  fail(sqlstate: string, message: string): void {
+  fail(sqlstate: SqlState, message: string): void {
     if (this.phase === 'closed') return;
     this.failWith({ bytes: errorResponse('FATAL', sqlstate, message), sqlstate, message });
   }

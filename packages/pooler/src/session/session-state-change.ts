@@ -9,6 +9,8 @@
 // parameters the server reports with ParameterStatus (re-applied on every backend; search_path is
 // not reported before PostgreSQL 18, so its SET is flagged), RESET ALL, named prepared statements of the extended
 // protocol (re-prepared on every backend), DEALLOCATE and DISCARD (they remove state).
+import { MessageType } from '@quicpool/wire';
+
 const TRACKED = String.raw`"?(?:application_name|client_encoding|datestyle|intervalstyle|timezone|standard_conforming_strings)"?\s*(?:=|to\b)|time\s+zone\b|names\b`;
 const SET = String.raw`set\s+(?:session\s+(?!${TRACKED})|(?!session\s|local\b|transaction\b|constraints\b|${TRACKED}))`;
 const RESET = String.raw`reset\s+(?!all\b|"?(?:application_name|client_encoding|datestyle|intervalstyle|timezone|standard_conforming_strings)\b|time\s+zone\b)`;
@@ -28,8 +30,8 @@ function check(bytes: Buffer, textStart: number): boolean {
 
 /** For a raw Query ('Q') or Parse ('P') message: may it leave session state behind? */
 export function mayChangeSessionState(type: number, bytes: Buffer): boolean {
-  if (type === 0x51) return check(bytes, 5);
-  if (type === 0x50) {
+  if (type === MessageType.Query) return check(bytes, 5);
+  if (type === MessageType.Parse) {
     const nameEnd = bytes.indexOf(0, 5);
     return check(bytes, nameEnd + 1);
   }

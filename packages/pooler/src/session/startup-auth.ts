@@ -13,7 +13,7 @@ export interface StartupOwner {
   send(bytes: Buffer): void;
   emit(a: SessionAction): void;
   /** FATAL error to the client, then close. */
-  fail(sqlstate: string, message: string): void;
+  fail(sqlstate: SqlState, message: string): void;
   close(): void;
   /** The client is authenticated (its database and user, and the tracked parameters it asked for). */
   authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>): void;

@@ -2,6 +2,7 @@
 // can only be honoured if the pooler can re-apply it on whatever backend the client gets next
 // (the "tracked" ones, re-applied with SET at attach), or if it may be ignored.
 import { SQLSTATE } from '@quicpool/wire';
+import type { SqlState } from '@quicpool/wire';
 
 /**
  * Parameters kept per client and re-applied (SET) on each backend it is given, when the backend's
@@ -27,7 +28,7 @@ export function canonicalTrackedName(name: string): string | undefined {
 
 export type StartupCheck =
   | { readonly ok: true; readonly user: string; readonly database: string; readonly tracked: Map<string, string> }
-  | { readonly ok: false; readonly sqlstate: string; readonly message: string };
+  | { readonly ok: false; readonly sqlstate: SqlState; readonly message: string };
 
 export function checkStartupParameters(parameters: Readonly<Record<string, string>>, ignorable: ReadonlySet<string>): StartupCheck {
   const user = parameters['user'];
