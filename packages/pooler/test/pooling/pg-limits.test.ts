@@ -1,7 +1,7 @@
 // Limits and timeouts not covered elsewhere, each with its documented outcome: maxMessageSize
 // (08P01), server.connectTimeoutMs (08001), a client still in startup at shutdown (57P01),
 // minPoolSize (pre-warmed), serverLifetimeMs and serverIdleTimeoutMs (backends replaced/closed).
-// Timeouts run on a manual clock: they pass when the test moves it, never by waiting.
+// The timeouts tested run on a manual clock: they pass when the test moves it, never by waiting.
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackendDecoder, encodeStartupPacket } from '@quicpool/wire';
@@ -103,7 +103,7 @@ describe('limits and timeouts (more)', () => {
     p = await startPooler({ pool: { poolSize: 4, minPoolSize: 2, serverLifetimeMs: 300, serverIdleTimeoutMs: 0 } }, { clock: lifetimeClock });
     const firstPid = await withClient(p.clientConfig(), async (c) => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number);
     await until(() => (p!.pooler.stats().pools[0]?.idle ?? 0) >= 2, 3000); // minPoolSize reached without clients
-    lifetimeClock.advance(300); // every backend has reached its lifetime (no maintenance tick yet)
+    lifetimeClock.advance(300); // the backends made at 0 reach their lifetime (no maintenance tick yet)
     // Past its lifetime the backend is not reused: the next client gets a new one.
     const laterPid = await withClient(p.clientConfig(), async (c) => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number);
     expect(laterPid).not.toBe(firstPid);
