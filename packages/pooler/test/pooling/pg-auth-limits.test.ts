@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../hostile/helpers.js';
+import { ManualClock, turns } from '../support/manual-clock.js';
 import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
@@ -83,10 +85,23 @@ describe('limits and timeouts', () => {
   });
 
   it('a client that waits longer than queryWaitTimeoutMs for a backend gets 57014', async () => {
-    p = await startPooler({ pool: { poolSize: 1, queryWaitTimeoutMs: 200 } });
+    // The timeout tests run on a manual clock: a timeout passes when the test moves the clock.
+    const WAIT_TIMEOUT_MS = 200;
+    const clock = new ManualClock();
+    p = await startPooler({ pool: { poolSize: 1, queryWaitTimeoutMs: WAIT_TIMEOUT_MS } }, { clock });
     await withClient(p.clientConfig(), async (a) => {
       await a.query('begin'); // pins the only backend
-      const e = await rejection(withClient(p!.clientConfig(), (b) => b.query('select 1')));
+      let answered = false;
+      const refused = rejection(withClient(p!.clientConfig(), (b) => b.query('select 1'))).finally(() => (answered = true));
+      // b waits for the backend, its deadline armed on the pooler's clock ...
+      await eventually(() => p!.pooler.stats().pools[0]?.waiting === 1 && clock.timersDue(clock.now() + WAIT_TIMEOUT_MS) === 1, 5000, 'b waiting');
+      // ... still waiting a millisecond before it ...
+      clock.advance(WAIT_TIMEOUT_MS - 1);
+      await turns();
+      expect(answered).toBe(false);
+      // ... and refused once it has passed.
+      clock.advance(1);
+      const e = await refused;
       expect(e.code).toBe('57014');
       await a.query('commit');
     });
@@ -94,12 +109,23 @@ describe('limits and timeouts', () => {
   });
 
   it('idleTransactionTimeoutMs closes a client idle in a transaction with 25P03', async () => {
-    p = await startPooler({ pool: { idleTransactionTimeoutMs: 100 } });
+    const IDLE_TX_TIMEOUT_MS = 100;
+    const clock = new ManualClock();
+    p = await startPooler({ pool: { idleTransactionTimeoutMs: IDLE_TX_TIMEOUT_MS } }, { clock });
     await withClient(p.clientConfig(), async (a) => {
       const errors: Error[] = [];
       a.on('error', (e) => errors.push(e));
       await a.query('begin');
-      await new Promise((r) => setTimeout(r, 300));
+      // Idle in the transaction: the timer is armed on the pooler's clock ...
+      await eventually(() => clock.timersDue(clock.now() + IDLE_TX_TIMEOUT_MS) === 1, 5000, 'idle-in-transaction timer armed');
+      // ... and has not fired a millisecond early ...
+      clock.advance(IDLE_TX_TIMEOUT_MS - 1);
+      await turns();
+      expect(errors).toEqual([]);
+      expect(p!.pooler.stats().clients).toBe(1);
+      // ... but once it is due (the FATAL comes while no query runs: an 'error' event).
+      clock.advance(1);
+      await eventually(() => errors.length > 0, 5000, 'session closed');
       const e = await rejection(a.query('select 1'));
       expect([e, ...errors].some((x) => (x as { code?: string }).code === '25P03')).toBe(true);
     });

@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../hostile/helpers.js';
+import { ManualClock, turns } from '../support/manual-clock.js';
 import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
@@ -25,9 +27,22 @@ describe('backend health', () => {
   });
 
   it('queryTimeoutMs closes a client whose query runs too long with 57014, and its backend', async () => {
-    p = await startPooler({ pool: { poolSize: 1, queryTimeoutMs: 200 } });
+    // On a manual clock: the query is answered by the pooler's timer, when the test moves the clock.
+    const QUERY_TIMEOUT_MS = 200;
+    const clock = new ManualClock();
+    p = await startPooler({ pool: { poolSize: 1, queryTimeoutMs: QUERY_TIMEOUT_MS } }, { clock });
     await withClient(p.clientConfig(), async (c) => {
-      const e = await rejection(c.query('select pg_sleep(5)'));
+      let answered = false;
+      const failed = rejection(c.query('select pg_sleep(5)')).finally(() => (answered = true));
+      // The query is out (Postgres sleeps on), its timer armed on the pooler's clock ...
+      await eventually(() => clock.timersDue(clock.now() + QUERY_TIMEOUT_MS) === 1, 5000, 'query timer armed');
+      // ... which does not fire a millisecond early ...
+      clock.advance(QUERY_TIMEOUT_MS - 1);
+      await turns();
+      expect(answered).toBe(false);
+      // ... and answers the client once it is due.
+      clock.advance(1);
+      const e = await failed;
       expect(e.code).toBe('57014');
     });
     await withClient(p.clientConfig(), async (c) => expect((await c.query('select 1 as ok')).rows[0].ok).toBe(1));

@@ -1,10 +1,12 @@
 // Limits and timeouts not covered elsewhere, each with its documented outcome: maxMessageSize
 // (08P01), server.connectTimeoutMs (08001), a client still in startup at shutdown (57P01),
 // minPoolSize (pre-warmed), serverLifetimeMs and serverIdleTimeoutMs (backends replaced/closed).
+// The timeouts tested run on a manual clock: they pass when the test moves it, never by waiting.
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackendDecoder, encodeStartupPacket } from '@quicpool/wire';
 import type { BackendMessage } from '@quicpool/wire';
+import { ManualClock, turns } from '../support/manual-clock.js';
 import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
@@ -38,15 +40,30 @@ describe('limits and timeouts (more)', () => {
   });
 
   it('a server that does not answer the login within server.connectTimeoutMs gives 08001', async () => {
-    const silent = net.createServer(() => undefined); // accepts and never speaks
+    const CONNECT_TIMEOUT_MS = 200;
+    const accepted: net.Socket[] = [];
+    const silent = net.createServer((s) => void accepted.push(s)); // accepts and never speaks
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    cleanups.push(() => silent.close());
+    cleanups.push(() => {
+      for (const s of accepted) s.destroy();
+      silent.close();
+    });
     const { port } = silent.address() as net.AddressInfo;
-    p = await startPooler({ server: { host: '127.0.0.1', port, connectTimeoutMs: 200 } });
-    const started = Date.now();
-    const e = await rejection(withClient(p.clientConfig(), (c) => c.query('select 1')));
-    expect(e.code).toBe('08001');
-    expect(Date.now() - started).toBeLessThan(5000);
+    const clock = new ManualClock();
+    p = await startPooler({ server: { host: '127.0.0.1', port, connectTimeoutMs: CONNECT_TIMEOUT_MS } }, { clock });
+    let answered = false;
+    const failed = rejection(withClient(p.clientConfig(), (c) => c.query('select 1'))).finally(() => (answered = true));
+    // The pooler's login to the silent server is under way, its timer armed on the pooler's clock ...
+    await until(() => accepted.length === 1 && clock.timersDue(clock.now() + CONNECT_TIMEOUT_MS) === 1, 5000);
+    await turns();
+    expect(answered).toBe(false);
+    // ... it does not give up a millisecond early ...
+    clock.advance(CONNECT_TIMEOUT_MS - 1);
+    await turns();
+    expect(answered).toBe(false);
+    // ... and the client gets 08001 once the timeout has passed.
+    clock.advance(1);
+    expect((await failed).code).toBe('08001');
   });
 
   it('a client still in startup when the pooler shuts down gets 57P01; new connections are refused', async () => {
@@ -80,23 +97,37 @@ describe('limits and timeouts (more)', () => {
   });
 
   it('minPoolSize pre-warms backends; serverLifetimeMs and serverIdleTimeoutMs close them', async () => {
-    p = await startPooler({ pool: { poolSize: 4, minPoolSize: 2, serverLifetimeMs: 300, serverIdleTimeoutMs: 0 } });
+    // Backends age, and the pool's maintenance (every 1000 ms of the pooler's clock) runs, only as
+    // the test moves the clock.
+    const lifetimeClock = new ManualClock();
+    p = await startPooler({ pool: { poolSize: 4, minPoolSize: 2, serverLifetimeMs: 300, serverIdleTimeoutMs: 0 } }, { clock: lifetimeClock });
     const firstPid = await withClient(p.clientConfig(), async (c) => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number);
     await until(() => (p!.pooler.stats().pools[0]?.idle ?? 0) >= 2, 3000); // minPoolSize reached without clients
-    await sleep(400);
+    lifetimeClock.advance(300); // the backends made at 0 reach their lifetime (no maintenance tick yet)
     // Past its lifetime the backend is not reused: the next client gets a new one.
     const laterPid = await withClient(p.clientConfig(), async (c) => (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number);
     expect(laterPid).not.toBe(firstPid);
     await p.close();
 
-    p = await startPooler({ pool: { poolSize: 4, minPoolSize: 1, serverIdleTimeoutMs: 200 } });
+    const idleClock = new ManualClock();
+    p = await startPooler({ pool: { poolSize: 4, minPoolSize: 1, serverIdleTimeoutMs: 200 } }, { clock: idleClock });
+    // The pool is made at 0 of the clock: its maintenance ticks at 1000, 2000, ...
+    await withClient(p.clientConfig(), (c) => c.query('select 1'));
+    idleClock.advance(850);
     const clients = await Promise.all([1, 2, 3].map(async () => {
       const cfg = p!.clientConfig();
       return withClient(cfg, (c) => c.query('select pg_sleep(0.1)'));
     }));
     expect(clients).toHaveLength(3);
     expect(p.pooler.stats().pools[0]!.idle).toBeGreaterThanOrEqual(2);
-    await until(() => p!.pooler.stats().pools[0]!.idle === 1, 4000); // idle ones closed down to minPoolSize
+    await until(() => p!.pooler.stats().pools[0]!.connecting === 0, 3000);
+    const { idle } = p.pooler.stats().pools[0]!;
+    // At the tick at 1000 they have been idle 150 ms, less than serverIdleTimeoutMs: all kept ...
+    idleClock.advance(150);
+    expect(p.pooler.stats().pools[0]).toMatchObject({ idle, closedTotal: 0 });
+    // ... at the tick at 2000, 1150 ms: the idle ones are closed down to minPoolSize.
+    idleClock.advance(1000);
+    expect(p.pooler.stats().pools[0]!.idle).toBe(1);
     expect(p.pooler.stats().pools[0]!.closedTotal).toBeGreaterThanOrEqual(2);
   });
 });

@@ -1,9 +1,12 @@
 // The pooler at the byte level, over TCP: protocol 3.2 and NegotiateProtocolVersion, bounded
-// startup packets, cancel keys, and timeouts, with a hand-driven client.
+// startup packets, cancel keys, and timeouts, with a hand-driven client. The timeout tests run
+// their own pooler on a manual clock: a timeout passes when the test moves the clock.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendDecoder, encodeFrontend, encodeStartupPacket } from '@quicpool/wire';
 import type { BackendMessage } from '@quicpool/wire';
+import { eventually } from '../hostile/helpers.js';
+import { ManualClock, turns } from '../support/manual-clock.js';
 import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
@@ -54,7 +57,7 @@ const ready = (ms: BackendMessage[]) => ms.some((m) => m.type === 'ReadyForQuery
 
 let p: TestPooler;
 beforeAll(async () => {
-  p = await startPooler({ pool: { poolSize: 2, clientIdleTimeoutMs: 300 }, authTimeoutMs: 300 });
+  p = await startPooler({ pool: { poolSize: 2 } });
 });
 afterAll(async () => {
   await p.close();
@@ -109,14 +112,28 @@ describe('raw protocol', () => {
   });
 
   it('closes a client that does not finish authenticating within authTimeoutMs with 57014', async () => {
-    const c = new RawClient(p.port);
+    const AUTH_TIMEOUT_MS = 300;
+    const clock = new ManualClock();
+    const t = await startPooler({ authTimeoutMs: AUTH_TIMEOUT_MS }, { clock });
+    const c = new RawClient(t.port);
     try {
       c.socket.write(encodeStartupPacket({ type: 'StartupMessage', protocolVersion: 3 << 16, parameters: { user: pgInfo.user } }));
-      const ms = await c.until(() => false); // SCRAM is asked for; we never answer
+      await c.until((m) => m.some((x) => x.type === 'AuthenticationSASL')); // SCRAM is asked for; we never answer
+      // The timer armed when the pooler accepted the client ...
+      expect(clock.timersDue(clock.now() + AUTH_TIMEOUT_MS)).toBe(1);
+      // ... has not fired a millisecond early ...
+      clock.advance(AUTH_TIMEOUT_MS - 1);
+      await turns();
+      expect(c.closed).toBe(false);
+      expect(c.messages.map((m) => m.type)).toEqual(['AuthenticationSASL']);
+      // ... and closes the session once it is due.
+      clock.advance(1);
+      const ms = await c.until(() => false);
       expect(ms[0]?.type).toBe('AuthenticationSASL');
       expect(ms[1]).toMatchObject({ type: 'ErrorResponse', fields: { C: '57014' } });
     } finally {
       c.end();
+      await t.close();
     }
   });
 
@@ -137,13 +154,29 @@ describe('raw protocol', () => {
   });
 
   it('closes a client idle longer than clientIdleTimeoutMs with 57P05', async () => {
-    await withClient(p.clientConfig(), async (a) => {
-      const errors: Error[] = [];
-      a.on('error', (e) => errors.push(e));
-      await a.query('select 1');
-      await new Promise((r) => setTimeout(r, 600));
-      const e = await rejection(a.query('select 1'));
-      expect([e, ...errors].map((x) => (x as { code?: string }).code)).toContain('57P05');
-    });
+    const IDLE_TIMEOUT_MS = 300;
+    const clock = new ManualClock();
+    const t = await startPooler({ pool: { clientIdleTimeoutMs: IDLE_TIMEOUT_MS } }, { clock });
+    try {
+      await withClient(t.clientConfig(), async (a) => {
+        const errors: Error[] = [];
+        a.on('error', (e) => errors.push(e));
+        await a.query('select 1');
+        // Idle again: the timer is armed on the pooler's clock ...
+        await eventually(() => clock.timersDue(clock.now() + IDLE_TIMEOUT_MS) === 1, 5000, 'client idle timer armed');
+        // ... and has not fired a millisecond early ...
+        clock.advance(IDLE_TIMEOUT_MS - 1);
+        await turns();
+        expect(errors).toEqual([]);
+        expect(t.pooler.stats().clients).toBe(1);
+        // ... but once it is due (the FATAL comes while no query runs: an 'error' event).
+        clock.advance(1);
+        await eventually(() => errors.length > 0, 5000, 'idle session closed');
+        const e = await rejection(a.query('select 1'));
+        expect([e, ...errors].map((x) => (x as { code?: string }).code)).toContain('57P05');
+      });
+    } finally {
+      await t.close();
+    }
   });
 });

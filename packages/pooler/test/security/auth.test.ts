@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend, encodeStartupPacket } from '@quicpool/wire';
-import { ManualClock } from '../support/manual-clock.js';
+import { ManualClock, turns } from '../support/manual-clock.js';
 import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 import { eventually, PROTOCOL_3_0, rawTcp, typedMessage } from '../hostile/helpers.js';
@@ -43,11 +43,6 @@ function failedLogin(pooler: TestPooler, user: string, password: string): Failed
   };
   return login;
 }
-
-/** Lets the event loop run a few turns (I/O included) without moving the pooler's clock. */
-const turns = async (n = 5): Promise<void> => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 5));
-};
 
 /** The salt and iteration count the pooler's SCRAM server-first-message gives `user`. */
 async function scramSaltOf(user: string): Promise<string> {

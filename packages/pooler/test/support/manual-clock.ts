@@ -53,3 +53,11 @@ export class ManualClock implements Clock {
     this.time = end;
   }
 }
+
+/**
+ * Lets the event loop run a few turns (I/O included) while the clock stands still: what a test
+ * gives the pooler before checking that a timer not yet due has not fired (nothing answered yet).
+ */
+export async function turns(n = 5): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 5));
+}
