@@ -34,6 +34,7 @@ const options = (o: Partial<BenchOptions>): BenchOptions => ({
   rampSeconds: 1,
   probeSeconds: 1,
   lossRate: 0.01,
+  steadyRate: null,
   scenarios: SCENARIO_NAMES,
   rounds: 1,
   peak: null,

@@ -22,6 +22,8 @@ export interface BenchSettings {
   /** Length of the low constant-rate probe before each open-loop load (fixed costs). */
   readonly probeSeconds: number;
   readonly lossRate: number;
+  /** A constant offered rate (q/s) for the WAN scenarios instead of a ramp; null: ramp. */
+  readonly steadyRate: number | null;
 }
 
 /** The load every WAN scenario is scaled to. */
@@ -60,6 +62,8 @@ const probe = (s: BenchSettings, peak: number): { rate: number; seconds: number 
 const short = (s: BenchSettings, seconds: number): number => Math.min(seconds, s.rampSeconds);
 
 function wanRamp(s: BenchSettings, scale: Scale): { ramp: Ramp; tickMs: number } {
+  // --steady: the same rate from start to end (CPU per query at a known load).
+  if (s.steadyRate !== null) return { ramp: { startRate: s.steadyRate, endRate: s.steadyRate, durationMs: s.rampSeconds * 1000 }, tickMs: 10 };
   const seconds = s.seedScale ? 30 : s.rampSeconds;
   // The original code's real load went from 0 to ~10,000 q/s (a bracket slip; seeds/README.md).
   if (s.originalExact) return { ramp: { startRate: 0, endRate: s.seedScale ? 10_000 : scale.peak, durationMs: seconds * 1000 }, tickMs: 500 };
