@@ -11,7 +11,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const PNPM_VERSION = '12.4.2';
@@ -20,6 +20,8 @@ const localBin = join(root, '.tooling', 'pnpm', 'node_modules', '.bin');
 /** The daemon's package: what `quicpool` runs needs it and its workspace dependencies built. */
 const APP_DIR = join(root, 'apps', 'pooler');
 const CLI = join(APP_DIR, 'dist', 'cli.js');
+// The `quicpool` command as npm installs it: dist/cli.js under the daemon's V8 settings.
+const CLI_BIN = join(APP_DIR, 'bin', 'quicpool');
 
 const env = {
   ...process.env,
@@ -172,7 +174,9 @@ function oldestIn(dir) {
  * milliseconds, from the terminal and from us, counts once), and our exit code is the CLI's.
  */
 function runCli(args) {
-  shadow(process.execPath, [CLI, ...args], process.env);
+  // bin/quicpool runs the `node` on PATH: make that the node running us.
+  const path = [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter);
+  shadow(CLI_BIN, args, { ...process.env, PATH: path });
 }
 
 /** Runs `cmd` as a child we shadow (signals passed on, its exit code ours; see runCli). */

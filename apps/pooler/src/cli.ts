@@ -1,5 +1,5 @@
-// quicpool CLI: start, check-config, cert (and config-reference, which writes docs/config.md).
-import { existsSync } from 'node:fs';
+// quicpool CLI: start, check-config, cert, --version (and config-reference, which writes docs/config.md).
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigFileError, loadConfig } from './config/load.js';
 import { configReference } from './config/reference.js';
@@ -12,6 +12,7 @@ Usage:
   quicpool check-config FILE                 validate a config file and exit
   quicpool cert [--out DIR] [--name NAME]... generate a development CA and server certificate
   quicpool <command> --help
+  quicpool --version                         this version, the Node.js running it and its flags
 
 Exit codes: 0 stopped cleanly / success, 1 runtime failure, 2 invalid command line or config,
 3 stopped at once by a second SIGTERM/SIGINT.
@@ -141,6 +142,13 @@ async function cert(argv: string[]): Promise<number> {
   return EXIT.OK;
 }
 
+/** "quicpool 0.2.0 (Node.js v20.20.2, node flags: --initial-old-space-size=64)". */
+function versionLine(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  const flags = process.execArgv.length > 0 ? process.execArgv.join(' ') : 'none';
+  return `quicpool ${manifest.version ?? '(unknown version)'} (Node.js ${process.version}, node flags: ${flags})`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -152,6 +160,10 @@ async function main(argv: string[]): Promise<number> {
       return cert(rest);
     case 'config-reference':
       process.stdout.write(configReference());
+      return EXIT.OK;
+    case '--version':
+    case '-V':
+      process.stdout.write(`${versionLine()}\n`);
       return EXIT.OK;
     case undefined:
     case '--help':

@@ -5,7 +5,7 @@
 // pooler the bench assembled from the packages.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { startWorkerProcess } from '../process/worker-process.js';
 
 export type TomlValue = string | number | boolean | readonly string[];
@@ -48,16 +48,16 @@ export interface RunningDaemon {
 
 const SETPRIV = '/usr/bin/setpriv';
 
-/** The `quicpool` CLI of this workspace (apps/pooler's bin), built by `pnpm build`. */
+/** The `quicpool` command of this workspace (apps/pooler's bin script; its dist/cli.js built by `pnpm build`). */
 export function daemonCli(): string {
   const require = createRequire(import.meta.url);
   const manifest = require.resolve('quicpool/package.json');
   const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: Record<string, string> };
   const bin = pkg.bin?.quicpool;
   if (bin === undefined) throw new Error(`${manifest} declares no quicpool bin`);
-  const cli = join(dirname(manifest), bin);
-  if (!existsSync(cli)) throw new Error(`${cli} is missing: build the daemon first (pnpm build)`);
-  return cli;
+  const built = join(dirname(manifest), 'dist', 'cli.js');
+  if (!existsSync(built)) throw new Error(`${built} is missing: build the daemon first (pnpm build)`);
+  return join(dirname(manifest), bin);
 }
 
 const quote = (v: string): string => JSON.stringify(v); // a TOML basic string is a JSON string
@@ -108,14 +108,29 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   mkdirSync(o.stateDir, { recursive: true, mode: 0o700 });
   const configFile = join(o.stateDir, 'quicpool.toml');
   writeFileSync(configFile, daemonConfig(o), { mode: 0o600 });
-  const node = [process.execPath, ...(o.nodeFlags ?? []), o.cli ?? daemonCli(), 'start', '--config', configFile];
+  const flags = o.nodeFlags ?? [];
+  // This workspace's daemon runs as `quicpool` does once installed (bin/quicpool: the daemon's V8
+  // settings, the `node` on PATH, which we make ours), extra node flags through NODE_OPTIONS; another
+  // build's dist/cli.js runs under this node with the flags on its command line.
+  const run =
+    o.cli === undefined
+      ? {
+          argv: [daemonCli(), 'start', '--config', configFile],
+          env: {
+            ...process.env,
+            PATH: [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter),
+            ...(flags.length > 0 ? { NODE_OPTIONS: [process.env.NODE_OPTIONS ?? '', ...flags].join(' ').trim() } : {}),
+          },
+        }
+      : { argv: [process.execPath, ...flags, o.cli, 'start', '--config', configFile], env: process.env };
   // The daemon does not watch its stdin: where setpriv exists, the kernel ends it if we die (even by SIGKILL).
   const pdeath = existsSync(SETPRIV) ? [SETPRIV, '--pdeathsig', 'SIGTERM', '--'] : [];
-  const [command = process.execPath, ...args] = [...pdeath, ...node];
+  const [command = process.execPath, ...args] = [...pdeath, ...run.argv];
   const daemon = await startWorkerProcess({
     name: 'the quicpool daemon',
     command,
     args,
+    env: run.env,
     startTimeoutMs: 30_000,
     stderr: 'capture',
     ready: parseListening,

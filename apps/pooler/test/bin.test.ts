@@ -1,0 +1,36 @@
+// The `quicpool` command as npm installs it: bin/quicpool linked into some bin directory runs
+// dist/cli.js beside its real path, under the daemon's V8 settings (bin/quicpool says why).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const bin = fileURLToPath(new URL('../bin/quicpool', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'quicpool-bin-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('bin/quicpool', () => {
+  it('runs the CLI through a symlink, with the daemon V8 flags, on the node of PATH', () => {
+    const link = join(dir, 'quicpool');
+    symlinkSync(bin, link);
+    const env = { ...process.env, PATH: [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter) };
+    const out = execFileSync(link, ['--version'], { env, encoding: 'utf8' });
+    expect(out).toMatch(/^quicpool \d+\.\d+\.\d+ \(Node\.js v\d+\.\d+\.\d+, node flags: --initial-old-space-size=64\)\n$/);
+    expect(out).toContain(process.version);
+  });
+
+  it('passes arguments and the exit code through', () => {
+    const run = (args: string[]): number => {
+      try {
+        execFileSync(bin, args, { stdio: 'ignore' });
+        return 0;
+      } catch (e) {
+        return (e as { status: number }).status;
+      }
+    };
+    expect(run(['--help'])).toBe(0);
+    expect(run(['no-such-command'])).toBe(2);
+  });
+});
