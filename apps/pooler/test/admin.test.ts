@@ -336,3 +336,35 @@ describe('metrics endpoint', () => {
     expect(during.get('quicpool_process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 });
+
+describe('health and the upstream banner', () => {
+  it('GET /healthz answers 200 (alive) and /readyz 200 (listening, upstream reachable); other paths 404', async () => {
+    const healthz = await fetch(`http://127.0.0.1:${metricsPort}/healthz`);
+    expect([healthz.status, await healthz.text()]).toEqual([200, 'ok\n']);
+    const readyz = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+    expect([readyz.status, await readyz.text()]).toEqual([200, 'ready\n']);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/nothing`)).status).toBe(404);
+  });
+
+  it('the admin console is no pool: SHOW POOLS and the pool metrics leave it out while an admin session runs', async () => {
+    const admin = await connect('quicpool');
+    try {
+      await admin.query('SHOW STATS');
+      const pools = (await admin.query('SHOW POOLS')).rows as Record<string, string>[];
+      expect(pools.map((r) => r['database'])).not.toContain('quicpool');
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).not.toMatch(/^quicpool_pool_\w+\{database="quicpool"/m);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('in upstream mode the banner names the server and prints the URLs (a configured user, no password)', () => {
+    const out = daemon.output();
+    expect(out).toContain(`Upstream: ${upstream.host}:${upstream.port}`);
+    expect(out).toContain(`Connect:  postgresql://${upstream.user}@127.0.0.1:${port}/postgres`);
+    expect(out).toContain(`Admin:    psql 'postgresql://${upstream.user}@127.0.0.1:${port}/quicpool' -c 'SHOW POOLS'`);
+    expect(out).toMatch(/^QUIC:\s+new QuicPool\(/m);
+    expect(out).toMatch(/"msg":"upstream PostgreSQL reachable"/);
+  });
+});

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_KEYS } from '../src/config/load.js';
 import { USER_KEYS } from '../src/config/schema.js';
+import { freePort } from '@quicpool/pg-fixture';
 import { runCli } from './daemon.js';
 
 let dir: string;
@@ -96,6 +97,14 @@ describe('quicpool check-config', () => {
     const s = await runCli(['start', '--set', 'pool.nope=1']);
     expect(s.code).toBe(2);
     expect(s.stderr).toMatch(/pool\.nope: unknown key/);
+  });
+
+  it('checks the upstream at start: an unreachable server is a clear error (exit 1), not every client\'s 08001', async () => {
+    const closed = await freePort(); // nothing listens there
+    const state = join(dir, 'upstream-check');
+    const r = await runCli(['start', '--state-dir', state, '--port', '0', '--quic-port', '0', '--metrics-port', '0', '--set', 'upstream.host=127.0.0.1', '--set', `upstream.port=${closed}`]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`quicpool: upstream.host/upstream.port: the PostgreSQL server is not reachable: cannot reach 127.0.0.1:${closed}: ECONNREFUSED`);
   });
 });
 
