@@ -4,7 +4,7 @@
 import { createServer } from 'node:http';
 import type { Server, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Pooler, QuicListenerRow } from '@quicpool/pooler';
+import type { ClientRow, Pooler, QuicListenerRow } from '@quicpool/pooler';
 
 export interface MetricsEndpoint {
   readonly port: number;
@@ -35,24 +35,30 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   poolGauge('quicpool_pool_server_connects_total', 'Server connections opened (monotonic).', (p) => p.connectsTotal);
   poolGauge('quicpool_pool_wait_timeouts_total', 'Clients that got no server connection in time (monotonic).', (p) => p.waitTimeoutsTotal);
 
-  new Gauge({
-    name: 'quicpool_clients',
-    help: 'Open client sessions.',
-    labelNames: ['database', 'user', 'transport'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const counts = new Map<string, { database: string; user: string; transport: string; n: number }>();
-      for (const c of pooler.view().clients) {
-        const transport = c.info.kind;
-        const key = `${c.database}\0${c.user}\0${transport}`;
-        const e = counts.get(key) ?? { database: c.database, user: c.user, transport, n: 0 };
-        e.n++;
-        counts.set(key, e);
-      }
-      for (const e of counts.values()) this.set({ database: e.database, user: e.user, transport: e.transport }, e.n);
-    },
-  });
+  /** Client sessions counted by database, user and one more label (`third` null: not counted). */
+  const clientGauge = (name: string, help: string, label: string, third: (c: ClientRow) => string | null): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['database', 'user', label],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = new Map<string, { labels: Record<string, string>; n: number }>();
+        for (const c of pooler.view().clients) {
+          const value = third(c);
+          if (value === null) continue;
+          const key = `${c.database}\0${c.user}\0${value}`;
+          const e = counts.get(key) ?? { labels: { database: c.database, user: c.user, [label]: value }, n: 0 };
+          e.n++;
+          counts.set(key, e);
+        }
+        for (const e of counts.values()) this.set(e.labels, e.n);
+      },
+    });
+  };
+  clientGauge('quicpool_clients', 'Open client sessions.', 'transport', (c) => c.info.kind);
+  clientGauge('quicpool_clients_pinned', 'Client sessions whose server connection the session-state policy pinned to them (transaction pooling), by what pinned it.', 'reason', (c) => c.pinned);
   new Gauge({
     name: 'quicpool_clients_accepted_total',
     help: 'Client sessions accepted since start (monotonic).',

@@ -65,7 +65,7 @@ describe('admin console', () => {
       expect(mine).toMatchObject({ user: upstream.user, cl_active: '1', sv_active: '1', pool_mode: 'transaction' });
 
       const clients = await admin.query('SHOW CLIENTS');
-      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport']);
+      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport', 'pinned']);
       expect(clients.rows).toContainEqual(expect.objectContaining({ type: 'C', database: upstream.database, state: 'active', addr: '127.0.0.1', local_port: String(port), tls: '', transport: 'tcp' }));
       expect(clients.rows).toContainEqual(expect.objectContaining({ database: 'quicpool', user: upstream.user }));
 
@@ -366,5 +366,32 @@ describe('health and the upstream banner', () => {
     expect(out).toContain(`Admin:    psql 'postgresql://${upstream.user}@127.0.0.1:${port}/quicpool' -c 'SHOW POOLS'`);
     expect(out).toMatch(/^QUIC:\s+new QuicPool\(/m);
     expect(out).toMatch(/"msg":"upstream PostgreSQL reachable"/);
+  });
+});
+
+describe('pinned sessions and the session-state policy', () => {
+  it('SHOW CLIENTS pinned and quicpool_clients_pinned say who holds a server connection and why; [databases.NAME] session_state_policy applies after RELOAD', async () => {
+    const admin = await connect('quicpool');
+    const pinned = await connect(upstream.database);
+    try {
+      await pinned.query('LISTEN quicpool_admin_test');
+      const rows = (await admin.query('SHOW CLIENTS')).rows as Record<string, string>[];
+      expect(rows.filter((r) => r['pinned'] !== '')).toEqual([expect.objectContaining({ database: upstream.database, user: upstream.user, pinned: 'LISTEN' })]);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).toContain(`quicpool_clients_pinned{database="${upstream.database}",user="${upstream.user}",reason="LISTEN"} 1`);
+
+      await writeFile(file, configText(4, '[databases.template1]\nsession_state_policy = "reject"\n'));
+      expect((await admin.query('RELOAD')).command).toBe('RELOAD');
+      expect((await admin.query('SHOW CONFIG')).rows).toContainEqual({ key: 'databases.template1.session_state_policy', value: 'reject', default: '', changeable: 'yes' });
+      expect((await admin.query('SHOW CONFIG')).rows).toContainEqual({ key: 'pool.session_state_policy', value: 'pin', default: 'pin', changeable: 'yes' });
+      const rejected = await connect('template1');
+      await expect(rejected.query('LISTEN quicpool_admin_test')).rejects.toMatchObject({ code: '0A000' });
+      await rejected.end();
+    } finally {
+      await writeFile(file, configText(4));
+      await admin.query('RELOAD');
+      await pinned.end();
+      await admin.end();
+    }
   });
 });

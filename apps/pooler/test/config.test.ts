@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_KEYS } from '../src/config/load.js';
-import { USER_KEYS } from '../src/config/schema.js';
+import { configReference } from '../src/config/reference.js';
+import { DATABASE_KEYS, USER_KEYS } from '../src/config/schema.js';
 import { freePort } from '@quicpool/pg-fixture';
 import { runCli } from './daemon.js';
 
@@ -55,6 +56,16 @@ describe('quicpool check-config', () => {
       expect(r.stderr).toMatch(message);
     });
   }
+
+  it('reads pool.session_state_policy and [databases.NAME] session_state_policy, refusing values that are not a policy', async () => {
+    const ok = await check('policy.toml', `[upstream]\nhost = "127.0.0.1"\n[pool]\nsession_state_policy = "reset"\n[databases.reports]\nsession_state_policy = "reject"\n`);
+    expect(ok.code).toBe(0);
+    const bad = await check('policy-bad.toml', `[databases.reports]\nsession_state_policy = "sometimes"\n`);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`${bad.file}: databases.reports.session_state_policy: expected one of "pin", "reject", "reset"`);
+    const unknown = await check('db-unknown.toml', `[databases.reports]\npool_size = 3\n`);
+    expect(unknown.stderr).toContain('databases.reports.pool_size: unknown key (expected one of session_state_policy)');
+  });
 
   it('reads a separate users file and names it in errors', async () => {
     await writeFile(join(dir, 'users.toml'), '[users.app]\npassword = "pw"\n[users.ops]\nauth = "trust"\n');
@@ -126,5 +137,8 @@ describe('docs/config.md', () => {
     const doc = await readFile(new URL('../../../docs/config.md', import.meta.url), 'utf8');
     for (const key of ALL_KEYS) expect(doc).toContain(`| \`${key}\` |`);
     for (const key of Object.keys(USER_KEYS)) expect(doc).toContain(`| \`users.NAME.${key}\` |`);
+    for (const key of Object.keys(DATABASE_KEYS)) expect(doc).toContain(`| \`databases.NAME.${key}\` |`);
+    // The Keys section is the generated reference, exactly (regenerate: quicpool config-reference).
+    expect(doc.slice(doc.indexOf('## Keys\n\n') + '## Keys\n\n'.length)).toBe(configReference());
   });
 });

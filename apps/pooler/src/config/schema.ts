@@ -64,6 +64,7 @@ export const SCHEMA = {
     client_idle_timeout_ms: k('int', 0, true, 'Client with no request in flight closed after (ms; 0 = off), 57P05.'),
     idle_transaction_timeout_ms: k('int', 0, true, 'Client idle inside a transaction closed after (ms; 0 = off), 25P03.'),
     query_timeout_ms: k('int', 0, true, 'Request unanswered after this closes client and server connection (ms; 0 = off).'),
+    session_state_policy: k('enum', 'pin', true, 'Transaction pooling, a statement that leaves state in the server session (SET of an untracked setting, SQL PREPARE, LISTEN, LOAD, session advisory locks, set_config(), temp tables, WITH HOLD cursors): "pin" keeps that server connection for the client until it disconnects (safe; SHOW CLIENTS `pinned` and the metric quicpool_clients_pinned say so), "reject" answers the statement with ERROR 0A000, "reset" runs it and resets the connection (server_reset_query) when the transaction ends: the client silently loses the state. New sessions get a RELOADed value. Per database: [databases.NAME].', ['pin', 'reject', 'reset']),
   },
   limits: {
     max_client_connections: k('int', 10_000, true, 'Client sessions over all pools; the next gets 53300.'),
@@ -106,3 +107,10 @@ export const USER_KEYS = {
 } as const satisfies Record<string, KeySpec>;
 
 export type UserKey = keyof typeof USER_KEYS;
+
+/** Keys of a [databases.NAME] table: that database's own value of the [pool] key of the same name. */
+export const DATABASE_KEYS = {
+  session_state_policy: { type: 'enum', default: null, doc: 'This database\'s pool.session_state_policy (unset: pool.session_state_policy).', live: true, values: ['pin', 'reject', 'reset'] },
+} as const satisfies Record<string, KeySpec>;
+
+export type DatabaseKey = keyof typeof DATABASE_KEYS;

@@ -36,6 +36,12 @@ export interface ServerTlsConfig {
   readonly key?: string;
 }
 
+/** Settings of one database that differ from the pool's (PgBouncer's [databases] section). */
+export interface DatabaseConfig {
+  /** Transaction pooling: what a statement that leaves session state does in this database. */
+  readonly sessionStatePolicy?: PoolSettings['sessionStatePolicy'];
+}
+
 export interface PoolerConfig {
   /**
    * The real PostgreSQL server: a host name or IP, or a directory holding its unix socket
@@ -44,6 +50,8 @@ export interface PoolerConfig {
   readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs?: number; readonly tls?: ServerTlsConfig };
   readonly users: Readonly<Record<string, UserConfig>>;
   readonly pool?: Partial<PoolSettings>;
+  /** Per-database overrides, by database name. */
+  readonly databases?: Readonly<Record<string, DatabaseConfig>>;
   /** Client sessions over all pools; the next gets 53300. Default 10 000. */
   readonly maxClientConnections?: number;
   /** Client sessions per (database, user) pool; 0 = no per-pool limit (default). */
@@ -83,6 +91,7 @@ export interface ResolvedPoolerConfig {
   readonly server: ServerAddress & { readonly connectTimeoutMs: number };
   readonly users: ReadonlyMap<string, ResolvedUser>;
   readonly pool: PoolSettings;
+  readonly databases: ReadonlyMap<string, Required<DatabaseConfig>>;
   readonly maxClientConnections: number;
   readonly maxClientsPerPool: number;
   readonly allowInsecurePasswordAuth: boolean;
@@ -160,6 +169,15 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     if (e instanceof SettingError) throw new ConfigError(`pool.${e.message}`);
     throw e;
   }
+  const databases = new Map<string, Required<DatabaseConfig>>();
+  for (const [name, d] of Object.entries(c.databases ?? {})) {
+    try {
+      databases.set(name, { sessionStatePolicy: resolvePoolSettings({ sessionStatePolicy: d.sessionStatePolicy ?? pool.sessionStatePolicy }).sessionStatePolicy });
+    } catch (e) {
+      if (e instanceof SettingError) throw new ConfigError(`databases.${name}.${e.message}`);
+      throw e;
+    }
+  }
   return {
     server: {
       host: c.server.host,
@@ -169,6 +187,7 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     },
     users,
     pool,
+    databases,
     maxClientConnections: count('maxClientConnections', c.maxClientConnections ?? 10_000, 1),
     maxClientsPerPool: count('maxClientsPerPool', c.maxClientsPerPool ?? 0, 0),
     allowInsecurePasswordAuth: c.allowInsecurePasswordAuth ?? false,

@@ -96,6 +96,7 @@ export class PoolerCore {
       tlsAvailable: config.tls !== undefined,
       poolMode: config.pool.poolMode,
       sessionStatePolicy: config.pool.sessionStatePolicy,
+      sessionStatePolicyFor: (database) => config.databases.get(database)?.sessionStatePolicy,
       preparedStatementCacheSize: config.pool.preparedStatementCacheSize,
       allowInsecurePasswordAuth: config.allowInsecurePasswordAuth,
       authFailureDelay: config.authFailureDelayMs > 0,

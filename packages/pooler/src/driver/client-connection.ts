@@ -86,7 +86,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
       database: this.session.database,
       user: this.session.user,
       state: this.state(),
-      pinned: this.session.isPinned,
+      pinned: this.session.pinnedReason,
       preparedStatements: this.session.preparedStatementCount,
     };
   }

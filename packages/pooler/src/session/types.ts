@@ -126,6 +126,8 @@ export interface SessionContext {
   lookupUser(name: string): ResolvedUser | undefined;
   /** Transaction pooling: what a statement that leaves session state does (default 'pin'). */
   readonly sessionStatePolicy?: SessionStatePolicy;
+  /** The policy of one database when it has its own (else `sessionStatePolicy`). */
+  sessionStatePolicyFor?(database: string): SessionStatePolicy | undefined;
   /** Transaction pooling: named prepared statements kept per backend (LRU; default 1000). */
   readonly preparedStatementCacheSize?: number;
   /** A failed password login is answered after the driver's 'authFailure' timer (default false: at once). */

@@ -103,3 +103,45 @@ describe('waiting clients', () => {
     }
   });
 });
+
+describe('pinned sessions', () => {
+  let q: TestPooler;
+  beforeAll(async () => {
+    q = await startPooler({ pool: { poolSize: 4 }, databases: { template1: { sessionStatePolicy: 'reject' } } });
+  });
+  afterAll(() => q.close());
+
+  it('SHOW CLIENTS says which clients are pinned and by what (SET, PREPARE, LISTEN); the others show nothing', async () => {
+    const commands = createAdminCommands({ pooler: q.pooler, quic: () => [], config: () => [], reload: () => Promise.resolve(''), shutdown: () => undefined, pauseTimeoutMs: 1000 });
+    const clients = [new pg.Client(q.clientConfig()), new pg.Client(q.clientConfig()), new pg.Client(q.clientConfig()), new pg.Client(q.clientConfig())];
+    await Promise.all(clients.map((c) => c.connect()));
+    try {
+      const [set, prepare, listen, plain] = clients as [pg.Client, pg.Client, pg.Client, pg.Client];
+      await set.query("SET work_mem = '8MB'");
+      await prepare.query('PREPARE p AS SELECT 1');
+      await listen.query('LISTEN quicpool_observability');
+      await plain.query('SELECT 1');
+      await set.query('SET statement_timeout = 0'); // the first reason stays
+      const r = await commands.run('SHOW CLIENTS');
+      if (r.kind !== 'rows') throw new Error(JSON.stringify(r));
+      const pinned = r.columns.findIndex((c) => c.name === 'pinned');
+      expect(r.columns[pinned]).toEqual({ name: 'pinned', type: 'text' });
+      expect(r.rows.map((row) => row[pinned]).sort()).toEqual(['', 'LISTEN', 'PREPARE', 'SET']);
+      expect(q.pooler.stats().pools.find((x) => x.database === pgInfo.database)?.active).toBe(3); // pinned: held between transactions
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
+  it('a database of its own policy (databases.template1: reject) refuses what another database pins', async () => {
+    const c = new pg.Client(q.clientConfig({ database: 'template1' }));
+    await c.connect();
+    try {
+      await expect(c.query("SET work_mem = '8MB'")).rejects.toMatchObject({ code: '0A000' });
+      expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]); // the session carries on
+      expect(q.pooler.view().clients.map((x) => x.pinned)).toEqual([null]);
+    } finally {
+      await c.end();
+    }
+  });
+});
