@@ -67,6 +67,16 @@ describe('quicpool check-config', () => {
     expect(unknown.stderr).toContain('databases.reports.pool_size: unknown key (expected one of session_state_policy)');
   });
 
+  it('reads auth_query mode ([auth] auth_user, auth_query ...) and checks that auth_user is a configured user', async () => {
+    const ok = await check('aq.toml', `[upstream]\nhost = "127.0.0.1"\n[auth]\nauth_user = "pooler"\nauth_cache_ttl_ms = 5000\n[users.pooler]\npassword = "pw"\n`);
+    expect([ok.code, ok.stderr]).toEqual([0, '']);
+    const bad = await check('aq-bad.toml', `[upstream]\nhost = "127.0.0.1"\n[auth]\nauth_user = "nobody"\n`);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('auth.auth_user: "nobody" is not a configured user (the lookups log in as it, with its server password)');
+    const noParam = await check('aq-query.toml', `[upstream]\nhost = "127.0.0.1"\n[auth]\nauth_user = "pooler"\nauth_query = "SELECT 1"\n[users.pooler]\npassword = "pw"\n`);
+    expect(noParam.stderr).toContain('auth.auth_query: must take the user name as $1');
+  });
+
   it('reads a separate users file and names it in errors', async () => {
     await writeFile(join(dir, 'users.toml'), '[users.app]\npassword = "pw"\n[users.ops]\nauth = "trust"\n');
     const ok = await check('with-users.toml', '[auth]\nusers_file = "users.toml"\n');

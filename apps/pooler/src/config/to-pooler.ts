@@ -53,6 +53,17 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
     databases: Object.fromEntries(
       [...c.databases].map(([name, d]): [string, DatabaseConfig] => [name, d.session_state_policy === undefined ? {} : { sessionStatePolicy: d.session_state_policy as PoolSettings['sessionStatePolicy'] }]),
     ),
+    ...(c.get<string | null>('auth.auth_user') === null
+      ? {}
+      : {
+          authQuery: {
+            user: c.get<string>('auth.auth_user'),
+            query: c.get<string>('auth.auth_query'),
+            database: c.get<string>('auth.auth_dbname'),
+            cacheSize: c.get<number>('auth.auth_cache_size'),
+            cacheTtlMs: c.get<number>('auth.auth_cache_ttl_ms'),
+          },
+        }),
     maxClientConnections: c.get<number>('limits.max_client_connections'),
     maxClientsPerPool: c.get<number>('limits.max_clients_per_pool'),
     maxMessageSize: c.get<number>('limits.max_message_size'),
@@ -107,6 +118,9 @@ const ENGINE_KEYS: Readonly<Record<string, string>> = {
   'pool.queryTimeoutMs': 'pool.query_timeout_ms',
   'pool.serverCheckDelayMs': 'pool.server_check_delay_ms',
   'pool.sessionStatePolicy': 'pool.session_state_policy',
+  'authQuery.user': 'auth.auth_user',
+  'authQuery.query': 'auth.auth_query',
+  'authQuery.cacheSize': 'auth.auth_cache_size',
   'server.connectTimeoutMs': 'upstream.connect_timeout_ms',
   'server.tls': 'upstream.tls',
   'server.tls.mode': 'upstream.tls',

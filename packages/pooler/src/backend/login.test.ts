@@ -115,7 +115,11 @@ describe('ServerLogin', () => {
     };
     const noPassword = new ServerLogin({ ...LOGIN, password: undefined });
     noPassword.start();
-    expect(failure(feed(noPassword, [{ type: 'AuthenticationCleartextPassword' }])).message).toBe('server asks for a password for user "alice" and none is configured');
+    expect(failure(feed(noPassword, [{ type: 'AuthenticationCleartextPassword' }])).message).toBe('pooler could not log in to the server as "alice": the server asks for a password and the pooler has none for this user');
+    expect(failure(feed(started(), [{ type: 'ErrorResponse', fields: { S: 'FATAL', C: '28P01', M: 'password authentication failed for user "alice"' } }])).toEncodedError()).toMatchObject({
+      sqlstate: '08004',
+      message: 'pooler could not log in to the server as "alice": password authentication failed for user "alice"',
+    });
     expect(failure(feed(started(), [{ type: 'AuthenticationSASL', mechanisms: ['OAUTHBEARER'] }])).message).toContain('OAUTHBEARER');
     expect(failure(feed(started(), [READY])).message).toBe('ReadyForQuery before AuthenticationOk');
     expect(failure(feed(started(), [{ type: 'AuthenticationSASLContinue', data: Buffer.from('r=x') }])).message).toBe('unexpected AuthenticationSASLContinue');

@@ -6,6 +6,7 @@
 // goes back, the session-state policy, and what the client sees when something fails.
 import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
+import type { ScramKeys } from '../auth/scram.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
 import { ParameterSync } from './parameter-sync.js';
@@ -207,12 +208,12 @@ export class ClientSession implements StartupOwner {
 
   // --- StartupOwner ----------------------------------------------------------------------------
 
-  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>): void {
+  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>, scramKeys: ScramKeys | undefined): void {
     this.parameters.fromStartup(tracked);
     this.policy = this.ctx.sessionStatePolicyFor?.(database) ?? this.policy;
     this.authenticatedOnce = true;
     this.phase = 'connecting';
-    this.emit({ type: 'authenticated', database, user });
+    this.emit(scramKeys === undefined ? { type: 'authenticated', database, user } : { type: 'authenticated', database, user, scramKeys });
   }
 
   // --- client messages -------------------------------------------------------------------------
@@ -393,7 +394,7 @@ export class ClientSession implements StartupOwner {
     const e = this.lastError;
     let reason = e?.message ?? `the client closed the connection during ${stage}`;
     // The client only learns "password authentication failed"; the operator also learns why.
-    if (stage === 'authentication' && this.ctx.lookupUser(this.user) === undefined) reason += ' (no such user in the config)';
+    if (stage === 'authentication' && this.ctx.lookupUser(this.user) === undefined) reason += ` (${this.ctx.describeUnknownUser?.(this.user) ?? 'no such user in the config'})`;
     this.emit({ type: 'loginFailed', stage, sqlstate: e?.sqlstate ?? null, reason });
   }
 
