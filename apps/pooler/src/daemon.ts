@@ -21,6 +21,7 @@ import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import type { LogFormat } from './logger.js';
 import { createMetrics, serveMetrics } from './metrics.js';
+import { checkUpstream, describeUpstream } from './upstream-check.js';
 
 /**
  * Login events at info, failed logins at warn (info when the client simply went away, as psql does
@@ -50,6 +51,11 @@ function logClientEvent(log: Logger, e: ClientEvent): void {
       throw new Error(`unknown client event ${JSON.stringify(never)}`);
     }
   }
+}
+
+/** The configured PostgreSQL server cannot be reached at start (exit 1, the message says which). */
+export class UpstreamError extends Error {
+  override readonly name = 'UpstreamError';
 }
 
 /** A stop signal this long after the first one stops at once; earlier ones are duplicates. */
@@ -95,6 +101,10 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   } else {
     const tls = await upstreamTls(config, file ?? '(defaults)');
     upstream = { host: upstreamHost, port: config.get<number>('upstream.port'), ...(tls !== undefined ? { tls } : {}) };
+    // A wrong host or port is said now, naming the key, not as every client's 08001 later.
+    const unreachable = await checkUpstream(upstream, config.get<number>('upstream.connect_timeout_ms'));
+    if (unreachable !== null) throw new UpstreamError(`upstream.host/upstream.port: the PostgreSQL server is not reachable: ${unreachable}`);
+    log.info({ upstream: describeUpstream(upstream) }, 'upstream PostgreSQL reachable');
   }
 
   const certFile = config.get<string | null>('tls.cert_file');
@@ -216,7 +226,10 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     }
     for (const l of listeners) pooler.listen(l.listener);
     if (config.get<boolean>('metrics.enabled')) {
-      const endpoint = await serveMetrics(createMetrics(pooler, quicRows), config.get<string>('metrics.host'), config.get<number>('metrics.port'));
+      // Ready: listening (we are past that), not shutting down, and the upstream answers a dial.
+      const ready = async (): Promise<string | null> =>
+        stopping !== null ? 'shutting down' : checkUpstream(upstream, Math.min(2000, current.get<number>('upstream.connect_timeout_ms')));
+      const endpoint = await serveMetrics(createMetrics(pooler, quicRows), config.get<string>('metrics.host'), config.get<number>('metrics.port'), ready);
       cleanup.push(() => endpoint.close());
       log.info({ url: `http://${config.get<string>('metrics.host')}:${endpoint.port}/metrics` }, 'metrics endpoint');
     }
@@ -249,7 +262,7 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   const tcpPort = listeners[0]?.listener.address().port ?? 0;
   const quicPort = quicListeners[0]?.listener.address().port;
   log.info({ tcp: `${host}:${tcpPort}`, quic: quicPort === undefined ? 'off' : `${host}:${quicPort}`, startupMs: ms }, 'quicpool ready');
-  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, cert, adminDb: config.get<string>('admin.database'), ms });
+  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, cert, adminDb: config.get<string>('admin.database'), ms, upstream: { where: describeUpstream(upstream), user: [...config.users.keys()][0], admin: [...adminUsers][0] } });
   return exited;
 }
 
@@ -261,25 +274,29 @@ function printBanner(b: {
   cert: ServerCertificate;
   adminDb: string;
   ms: number;
+  /** Upstream mode: the server, and a configured user and admin user for the example URLs (no password: psql asks). */
+  upstream: { where: string; user: string | undefined; admin: string | undefined };
 }): void {
   const connectHost = b.host === '0.0.0.0' || b.host === '::' ? '127.0.0.1' : b.host;
   const lines = [`quicpool is ready in ${b.ms} ms.`];
   const first = b.embedded === undefined ? undefined : [...b.embedded.entries()][0];
-  if (first !== undefined) {
-    const [user, u] = first;
-    const auth = `${encodeURIComponent(user)}:${encodeURIComponent(u.password ?? '')}`;
-    const url = `postgresql://${auth}@${connectHost}:${b.tcpPort}/postgres`;
-    lines.push(`Connect:  ${url}`);
-    if (b.quicPort !== undefined) {
-      // The QUIC client (@quicpool/client) takes the login from the URL and the endpoint, the
-      // certificate's name and the CA from `quic`; the options are JSON, so JavaScript as well.
-      const quic = { endpoints: [`${connectHost}:${b.quicPort}`], serverName: 'localhost', ...(b.cert.caPath === undefined ? {} : { caFile: b.cert.caPath }) };
-      lines.push(`QUIC:     new QuicPool(${JSON.stringify({ connectionString: url, quic })})   // import { QuicPool } from '@quicpool/client'`);
-    }
-    lines.push(`Admin:    psql 'postgresql://${auth}@${connectHost}:${b.tcpPort}/${b.adminDb}' -c 'SHOW POOLS'`);
-  } else {
-    lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
+  // Embedded: the generated superuser with its password. Upstream: a configured user without a
+  // password (psql prompts for it; the QUIC client needs it added), and the server served.
+  const login = (user: string | undefined): string =>
+    user === undefined ? 'USER' : first !== undefined ? `${encodeURIComponent(user)}:${encodeURIComponent(first[1].password ?? '')}` : encodeURIComponent(user);
+  const auth = login(first?.[0] ?? b.upstream.user);
+  const url = `postgresql://${auth}@${connectHost}:${b.tcpPort}/postgres`;
+  if (first === undefined) lines.push(`Upstream: ${b.upstream.where}`);
+  lines.push(`Connect:  ${url}`);
+  if (b.quicPort !== undefined) {
+    // The QUIC client (@quicpool/client) takes the login from the URL and the endpoint, the
+    // certificate's name and the CA from `quic`; the options are JSON, so JavaScript as well.
+    const quic = { endpoints: [`${connectHost}:${b.quicPort}`], serverName: 'localhost', ...(b.cert.caPath === undefined ? {} : { caFile: b.cert.caPath }) };
+    lines.push(`QUIC:     new QuicPool(${JSON.stringify({ connectionString: url, quic })})   // import { QuicPool } from '@quicpool/client'`);
   }
+  const admin = first !== undefined ? auth : login(b.upstream.admin);
+  lines.push(`Admin:    psql 'postgresql://${admin}@${connectHost}:${b.tcpPort}/${b.adminDb}' -c 'SHOW POOLS'`);
+  lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
   if (b.cert.caPath !== undefined) lines.push(`CA:       ${b.cert.caPath} (development certificate, server name localhost)`);
   lines.push(`Fingerprint (SHA-256): ${b.cert.fingerprint}`, 'Press Ctrl-C to stop (twice: at once).');
   process.stdout.write(`${lines.join('\n')}\n`);

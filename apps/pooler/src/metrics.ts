@@ -2,9 +2,9 @@
 // labelled by database, user and transport. Gauges are read from the pooler at scrape time;
 // transaction counters and histograms are fed by the pooler's transaction events.
 import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Pooler, QuicListenerRow } from '@quicpool/pooler';
+import type { ClientRow, Pooler, QuicListenerRow } from '@quicpool/pooler';
 
 export interface MetricsEndpoint {
   readonly port: number;
@@ -35,24 +35,30 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   poolGauge('quicpool_pool_server_connects_total', 'Server connections opened (monotonic).', (p) => p.connectsTotal);
   poolGauge('quicpool_pool_wait_timeouts_total', 'Clients that got no server connection in time (monotonic).', (p) => p.waitTimeoutsTotal);
 
-  new Gauge({
-    name: 'quicpool_clients',
-    help: 'Open client sessions.',
-    labelNames: ['database', 'user', 'transport'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const counts = new Map<string, { database: string; user: string; transport: string; n: number }>();
-      for (const c of pooler.view().clients) {
-        const transport = c.info.kind;
-        const key = `${c.database}\0${c.user}\0${transport}`;
-        const e = counts.get(key) ?? { database: c.database, user: c.user, transport, n: 0 };
-        e.n++;
-        counts.set(key, e);
-      }
-      for (const e of counts.values()) this.set({ database: e.database, user: e.user, transport: e.transport }, e.n);
-    },
-  });
+  /** Client sessions counted by database, user and one more label (`third` null: not counted). */
+  const clientGauge = (name: string, help: string, label: string, third: (c: ClientRow) => string | null): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['database', 'user', label],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = new Map<string, { labels: Record<string, string>; n: number }>();
+        for (const c of pooler.view().clients) {
+          const value = third(c);
+          if (value === null) continue;
+          const key = `${c.database}\0${c.user}\0${value}`;
+          const e = counts.get(key) ?? { labels: { database: c.database, user: c.user, [label]: value }, n: 0 };
+          e.n++;
+          counts.set(key, e);
+        }
+        for (const e of counts.values()) this.set(e.labels, e.n);
+      },
+    });
+  };
+  clientGauge('quicpool_clients', 'Open client sessions.', 'transport', (c) => c.info.kind);
+  clientGauge('quicpool_clients_pinned', 'Client sessions whose server connection the session-state policy pinned to them (transaction pooling), by what pinned it.', 'reason', (c) => c.pinned);
   new Gauge({
     name: 'quicpool_clients_accepted_total',
     help: 'Client sessions accepted since start (monotonic).',
@@ -178,16 +184,37 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   return registry;
 }
 
-export async function serveMetrics(registry: Registry, host: string, port: number): Promise<MetricsEndpoint> {
+/** What /readyz reports: null when ready, else why not (the answer is 503 with that reason). */
+export type Readiness = () => Promise<string | null>;
+
+/**
+ * GET /metrics (Prometheus), GET /healthz (200 while the process serves HTTP: liveness) and GET
+ * /readyz (200 when the pooler listens, is not shutting down and reaches the upstream; else 503
+ * with the reason: readiness for a load balancer or Kubernetes).
+ */
+export async function serveMetrics(registry: Registry, host: string, port: number, ready: Readiness = () => Promise.resolve(null)): Promise<MetricsEndpoint> {
+  const text = (res: ServerResponse, status: number, body: string): void => void res.writeHead(status, { 'content-type': 'text/plain' }).end(body);
   const server: Server = createServer((req, res) => {
-    if (req.method !== 'GET' || (req.url ?? '/').split('?')[0] !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('GET /metrics\n');
-      return;
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') return text(res, 405, 'GET /metrics, /healthz or /readyz\n');
+    switch (path) {
+      case '/metrics':
+        registry.metrics().then(
+          (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+          (e: unknown) => text(res, 500, String(e)),
+        );
+        return;
+      case '/healthz':
+        return text(res, 200, 'ok\n');
+      case '/readyz':
+        ready().then(
+          (why) => (why === null ? text(res, 200, 'ready\n') : text(res, 503, `not ready: ${why}\n`)),
+          (e: unknown) => text(res, 503, `not ready: ${String(e)}\n`),
+        );
+        return;
+      default:
+        return text(res, 404, 'GET /metrics, /healthz or /readyz\n');
     }
-    registry.metrics().then(
-      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
-      (e: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(e)),
-    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

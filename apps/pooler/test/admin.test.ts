@@ -65,7 +65,7 @@ describe('admin console', () => {
       expect(mine).toMatchObject({ user: upstream.user, cl_active: '1', sv_active: '1', pool_mode: 'transaction' });
 
       const clients = await admin.query('SHOW CLIENTS');
-      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport']);
+      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport', 'pinned']);
       expect(clients.rows).toContainEqual(expect.objectContaining({ type: 'C', database: upstream.database, state: 'active', addr: '127.0.0.1', local_port: String(port), tls: '', transport: 'tcp' }));
       expect(clients.rows).toContainEqual(expect.objectContaining({ database: 'quicpool', user: upstream.user }));
 
@@ -334,5 +334,64 @@ describe('metrics endpoint', () => {
     expect(during.get(`quicpool_pool_server_connects_total{database="${upstream.database}",user="${upstream.user}"}`)).toBeGreaterThanOrEqual(1);
     expect(during.has('quicpool_quic_connections{listener="quic"}')).toBe(true);
     expect(during.get('quicpool_process_resident_memory_bytes')).toBeGreaterThan(0);
+  });
+});
+
+describe('health and the upstream banner', () => {
+  it('GET /healthz answers 200 (alive) and /readyz 200 (listening, upstream reachable); other paths 404', async () => {
+    const healthz = await fetch(`http://127.0.0.1:${metricsPort}/healthz`);
+    expect([healthz.status, await healthz.text()]).toEqual([200, 'ok\n']);
+    const readyz = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+    expect([readyz.status, await readyz.text()]).toEqual([200, 'ready\n']);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/nothing`)).status).toBe(404);
+  });
+
+  it('the admin console is no pool: SHOW POOLS and the pool metrics leave it out while an admin session runs', async () => {
+    const admin = await connect('quicpool');
+    try {
+      await admin.query('SHOW STATS');
+      const pools = (await admin.query('SHOW POOLS')).rows as Record<string, string>[];
+      expect(pools.map((r) => r['database'])).not.toContain('quicpool');
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).not.toMatch(/^quicpool_pool_\w+\{database="quicpool"/m);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('in upstream mode the banner names the server and prints the URLs (a configured user, no password)', () => {
+    const out = daemon.output();
+    expect(out).toContain(`Upstream: ${upstream.host}:${upstream.port}`);
+    expect(out).toContain(`Connect:  postgresql://${upstream.user}@127.0.0.1:${port}/postgres`);
+    expect(out).toContain(`Admin:    psql 'postgresql://${upstream.user}@127.0.0.1:${port}/quicpool' -c 'SHOW POOLS'`);
+    expect(out).toMatch(/^QUIC:\s+new QuicPool\(/m);
+    expect(out).toMatch(/"msg":"upstream PostgreSQL reachable"/);
+  });
+});
+
+describe('pinned sessions and the session-state policy', () => {
+  it('SHOW CLIENTS pinned and quicpool_clients_pinned say who holds a server connection and why; [databases.NAME] session_state_policy applies after RELOAD', async () => {
+    const admin = await connect('quicpool');
+    const pinned = await connect(upstream.database);
+    try {
+      await pinned.query('LISTEN quicpool_admin_test');
+      const rows = (await admin.query('SHOW CLIENTS')).rows as Record<string, string>[];
+      expect(rows.filter((r) => r['pinned'] !== '')).toEqual([expect.objectContaining({ database: upstream.database, user: upstream.user, pinned: 'LISTEN' })]);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).toContain(`quicpool_clients_pinned{database="${upstream.database}",user="${upstream.user}",reason="LISTEN"} 1`);
+
+      await writeFile(file, configText(4, '[databases.template1]\nsession_state_policy = "reject"\n'));
+      expect((await admin.query('RELOAD')).command).toBe('RELOAD');
+      expect((await admin.query('SHOW CONFIG')).rows).toContainEqual({ key: 'databases.template1.session_state_policy', value: 'reject', default: '', changeable: 'yes' });
+      expect((await admin.query('SHOW CONFIG')).rows).toContainEqual({ key: 'pool.session_state_policy', value: 'pin', default: 'pin', changeable: 'yes' });
+      const rejected = await connect('template1');
+      await expect(rejected.query('LISTEN quicpool_admin_test')).rejects.toMatchObject({ code: '0A000' });
+      await rejected.end();
+    } finally {
+      await writeFile(file, configText(4));
+      await admin.query('RELOAD');
+      await pinned.end();
+      await admin.end();
+    }
   });
 });

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_KEYS } from '../src/config/load.js';
-import { USER_KEYS } from '../src/config/schema.js';
+import { configReference } from '../src/config/reference.js';
+import { DATABASE_KEYS, USER_KEYS } from '../src/config/schema.js';
+import { freePort } from '@quicpool/pg-fixture';
 import { runCli } from './daemon.js';
 
 let dir: string;
@@ -55,6 +57,26 @@ describe('quicpool check-config', () => {
     });
   }
 
+  it('reads pool.session_state_policy and [databases.NAME] session_state_policy, refusing values that are not a policy', async () => {
+    const ok = await check('policy.toml', `[upstream]\nhost = "127.0.0.1"\n[pool]\nsession_state_policy = "reset"\n[databases.reports]\nsession_state_policy = "reject"\n`);
+    expect(ok.code).toBe(0);
+    const bad = await check('policy-bad.toml', `[databases.reports]\nsession_state_policy = "sometimes"\n`);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`${bad.file}: databases.reports.session_state_policy: expected one of "pin", "reject", "reset"`);
+    const unknown = await check('db-unknown.toml', `[databases.reports]\npool_size = 3\n`);
+    expect(unknown.stderr).toContain('databases.reports.pool_size: unknown key (expected one of session_state_policy)');
+  });
+
+  it('reads auth_query mode ([auth] auth_user, auth_query ...) and checks that auth_user is a configured user', async () => {
+    const ok = await check('aq.toml', `[upstream]\nhost = "127.0.0.1"\n[auth]\nauth_user = "pooler"\nauth_cache_ttl_ms = 5000\n[users.pooler]\npassword = "pw"\n`);
+    expect([ok.code, ok.stderr]).toEqual([0, '']);
+    const bad = await check('aq-bad.toml', `[upstream]\nhost = "127.0.0.1"\n[auth]\nauth_user = "nobody"\n`);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('auth.auth_user: "nobody" is not a configured user (the lookups log in as it, with its server password)');
+    const noParam = await check('aq-query.toml', `[upstream]\nhost = "127.0.0.1"\n[auth]\nauth_user = "pooler"\nauth_query = "SELECT 1"\n[users.pooler]\npassword = "pw"\n`);
+    expect(noParam.stderr).toContain('auth.auth_query: must take the user name as $1');
+  });
+
   it('reads a separate users file and names it in errors', async () => {
     await writeFile(join(dir, 'users.toml'), '[users.app]\npassword = "pw"\n[users.ops]\nauth = "trust"\n');
     const ok = await check('with-users.toml', '[auth]\nusers_file = "users.toml"\n');
@@ -97,6 +119,14 @@ describe('quicpool check-config', () => {
     expect(s.code).toBe(2);
     expect(s.stderr).toMatch(/pool\.nope: unknown key/);
   });
+
+  it('checks the upstream at start: an unreachable server is a clear error (exit 1), not every client\'s 08001', async () => {
+    const closed = await freePort(); // nothing listens there
+    const state = join(dir, 'upstream-check');
+    const r = await runCli(['start', '--state-dir', state, '--port', '0', '--quic-port', '0', '--metrics-port', '0', '--set', 'upstream.host=127.0.0.1', '--set', `upstream.port=${closed}`]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`quicpool: upstream.host/upstream.port: the PostgreSQL server is not reachable: cannot reach 127.0.0.1:${closed}: ECONNREFUSED`);
+  });
 });
 
 describe('quicpool cert', () => {
@@ -117,5 +147,8 @@ describe('docs/config.md', () => {
     const doc = await readFile(new URL('../../../docs/config.md', import.meta.url), 'utf8');
     for (const key of ALL_KEYS) expect(doc).toContain(`| \`${key}\` |`);
     for (const key of Object.keys(USER_KEYS)) expect(doc).toContain(`| \`users.NAME.${key}\` |`);
+    for (const key of Object.keys(DATABASE_KEYS)) expect(doc).toContain(`| \`databases.NAME.${key}\` |`);
+    // The Keys section is the generated reference, exactly (regenerate: quicpool config-reference).
+    expect(doc.slice(doc.indexOf('## Keys\n\n') + '## Keys\n\n'.length)).toBe(configReference());
   });
 });

@@ -1,7 +1,7 @@
 export { DEFAULT_POOL_SETTINGS, resolvePoolSettings, SettingError } from './config/pool-settings.js';
 export type { PoolMode, PoolSettings } from './config/pool-settings.js';
 export { resolvePoolerConfig, ConfigError } from './config/pooler-config.js';
-export type { AuthMethod, PoolerConfig, ResolvedPoolerConfig, ResolvedUser, ServerTlsConfig, UserConfig } from './config/pooler-config.js';
+export type { AuthMethod, AuthQueryConfig, DatabaseConfig, PoolerConfig, ResolvedPoolerConfig, ResolvedUser, ServerTlsConfig, UserConfig } from './config/pooler-config.js';
 export { createPooler } from './server.js';
 export type { CloseOptions, Pooler, PoolerOptions, PoolerStats } from './server.js';
 export type { Clock, Timer } from './core/clock.js';
@@ -13,7 +13,7 @@ export { ClientSession } from './session/client-session.js';
 export type { SessionPhase } from './session/client-session.js';
 export type * from './session/types.js';
 export { parseScramSecret, formatScramSecret, scramSecretFromPassword } from './auth/scram.js';
-export type { ScramSecret } from './auth/scram.js';
+export type { ScramKeys, ScramSecret } from './auth/scram.js';
 export { adminDatabase } from './admin/console.js';
 export type { AdminCommands, AdminResult } from './admin/console.js';
 export { createAdminCommands, SHOW_COLUMNS } from './admin/commands.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
@@ -27,9 +28,11 @@ describe('SCRAM-SHA-256', () => {
     const secret = parseScramSecret(makeScramSecret('pencil', Buffer.from('W22ZaJ0SNY7soEsUEjb6gQ==', 'base64'), 4096));
     const { message, state } = scramServerFirst('n,,n=user,r=rOprNGfwEbeRWgbNEkqO', secret, '%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0');
     expect(message).toBe('r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096');
-    expect(
-      verifyScramClientFinal(state, 'c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ='),
-    ).toEqual({ ok: true, serverFinal: 'v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=' });
+    const verdict = verifyScramClientFinal(state, 'c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=');
+    expect(verdict).toMatchObject({ ok: true, serverFinal: 'v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=' });
+    // The ClientKey the proof revealed: its SHA-256 is the StoredKey.
+    if (!verdict.ok) throw new Error(verdict.reason);
+    expect(createHash('sha256').update(verdict.clientKey).digest()).toEqual(secret.storedKey);
   });
 
   it('client and server agree exactly when the password matches', () => {

@@ -182,12 +182,14 @@ export function scramServerFirst(
 
 /**
  * Verify a client-final-message (the SASLResponse data) against the stored secret.
- * On success returns the server-final-message to send in AuthenticationSASLFinal.
+ * On success returns the server-final-message to send in AuthenticationSASLFinal, and the
+ * ClientKey the proof revealed (what a pooler needs to log in to a server holding the same
+ * secret on this client's behalf, as PgBouncer's auth_query does).
  */
 export function verifyScramClientFinal(
   state: ScramServerState,
   clientFinal: string,
-): { ok: true; serverFinal: string } | { ok: false; reason: string } {
+): { ok: true; serverFinal: string; clientKey: Buffer } | { ok: false; reason: string } {
   let a: Map<string, string>;
   try {
     a = attributes(clientFinal);
@@ -206,5 +208,5 @@ export function verifyScramClientFinal(
   const clientKey = xor(proof, hmac(state.secret.storedKey, authMessage));
   if (!timingSafeEqual(sha256(clientKey), state.secret.storedKey)) return { ok: false, reason: 'wrong password' };
   const serverSignature = hmac(state.secret.serverKey, authMessage);
-  return { ok: true, serverFinal: `v=${serverSignature.toString('base64')}` };
+  return { ok: true, serverFinal: `v=${serverSignature.toString('base64')}`, clientKey };
 }

@@ -5,12 +5,13 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parse, TomlError } from 'smol-toml';
-import { SCHEMA, USER_KEYS } from './schema.js';
-import type { KeySpec, Section, UserKey } from './schema.js';
+import { DATABASE_KEYS, SCHEMA, USER_KEYS } from './schema.js';
+import type { DatabaseKey, KeySpec, Section, UserKey } from './schema.js';
 
 export type Key = { [S in Section]: `${S}.${keyof (typeof SCHEMA)[S] & string}` }[Section];
 export type Value = string | number | boolean | readonly string[] | null;
 export type UserSettings = Partial<Record<UserKey, string>>;
+export type DatabaseSettings = Partial<Record<DatabaseKey, string>>;
 
 export class ConfigFileError extends Error {
   override readonly name = 'ConfigFileError';
@@ -28,6 +29,8 @@ export interface AppConfig {
   readonly file: string | undefined;
   readonly values: ReadonlyMap<Key, Value>;
   readonly users: ReadonlyMap<string, UserSettings>;
+  /** [databases.NAME] tables: per-database overrides. */
+  readonly databases: ReadonlyMap<string, DatabaseSettings>;
   get<T extends Value>(key: Key): T;
 }
 
@@ -87,6 +90,20 @@ function readUsers(source: string, prefix: string, v: unknown, into: Map<string,
   }
 }
 
+function readDatabases(source: string, v: unknown, into: Map<string, DatabaseSettings>): void {
+  if (!isTable(v)) throw new ConfigFileError(source, 'databases', `expected a table of databases, got ${typeName(v)}`);
+  for (const [name, d] of Object.entries(v)) {
+    if (!isTable(d)) throw new ConfigFileError(source, `databases.${name}`, `expected a table (${Object.keys(DATABASE_KEYS).join(', ')}), got ${typeName(d)}`);
+    const db: DatabaseSettings = {};
+    for (const [key, value] of Object.entries(d)) {
+      const spec = (DATABASE_KEYS as Record<string, KeySpec>)[key];
+      if (spec === undefined) throw new ConfigFileError(source, `databases.${name}.${key}`, `unknown key (expected one of ${Object.keys(DATABASE_KEYS).join(', ')})`);
+      db[key as DatabaseKey] = checkValue(source, `databases.${name}.${key}`, spec, value) as string;
+    }
+    into.set(name, db);
+  }
+}
+
 async function parseFile(file: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
@@ -133,6 +150,7 @@ export async function loadConfig(file: string | undefined, overrides: Overrides 
   const values = new Map<Key, Value>();
   for (const key of ALL_KEYS) values.set(key, specOf(key).default);
   const users = new Map<string, UserSettings>();
+  const databases = new Map<string, DatabaseSettings>();
   const source = file ?? '(defaults)';
   if (file !== undefined) {
     const doc = await parseFile(file);
@@ -141,8 +159,12 @@ export async function loadConfig(file: string | undefined, overrides: Overrides 
         readUsers(file, 'users', table, users);
         continue;
       }
+      if (section === 'databases') {
+        readDatabases(file, table, databases);
+        continue;
+      }
       const specs = (SCHEMA as Record<string, Record<string, KeySpec>>)[section];
-      if (specs === undefined) throw new ConfigFileError(file, section, `unknown section (expected ${[...Object.keys(SCHEMA), 'users'].join(', ')})`);
+      if (specs === undefined) throw new ConfigFileError(file, section, `unknown section (expected ${[...Object.keys(SCHEMA), 'users', 'databases'].join(', ')})`);
       if (!isTable(table)) throw new ConfigFileError(file, section, `expected a table, got ${typeName(table)}`);
       for (const [name, v] of Object.entries(table)) {
         const spec = specs[name];
@@ -187,6 +209,7 @@ export async function loadConfig(file: string | undefined, overrides: Overrides 
     file,
     values,
     users,
+    databases,
     get<T extends Value>(key: Key): T {
       return values.get(key) as T;
     },

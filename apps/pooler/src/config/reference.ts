@@ -1,5 +1,5 @@
 // Renders the config reference (docs/config.md) from the schema, so the page lists every key.
-import { SCHEMA, USER_KEYS } from './schema.js';
+import { DATABASE_KEYS, SCHEMA, USER_KEYS } from './schema.js';
 import type { KeySpec, Section } from './schema.js';
 
 const def = (s: KeySpec): string => (s.default === null ? '(unset)' : Array.isArray(s.default) ? `[${s.default.map((x) => JSON.stringify(x)).join(', ')}]` : JSON.stringify(s.default));
@@ -14,6 +14,11 @@ export function configReference(): string {
     }
     out.push('');
   }
+  out.push('### [databases.NAME]', '', '| key | type | default | reload | meaning |', '| --- | --- | --- | --- | --- |');
+  for (const [name, spec] of Object.entries(DATABASE_KEYS) as [string, KeySpec][]) {
+    out.push(`| \`databases.NAME.${name}\` | ${type(spec)} | \`${def(spec)}\` | live | ${spec.doc} |`);
+  }
+  out.push('');
   out.push('### [users.NAME]', '', '| key | type | default | reload | meaning |', '| --- | --- | --- | --- | --- |');
   for (const [name, spec] of Object.entries(USER_KEYS) as [string, KeySpec][]) {
     out.push(`| \`users.NAME.${name}\` | ${type(spec)} | \`${def(spec)}\` | live | ${spec.doc} |`);

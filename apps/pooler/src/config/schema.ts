@@ -64,6 +64,7 @@ export const SCHEMA = {
     client_idle_timeout_ms: k('int', 0, true, 'Client with no request in flight closed after (ms; 0 = off), 57P05.'),
     idle_transaction_timeout_ms: k('int', 0, true, 'Client idle inside a transaction closed after (ms; 0 = off), 25P03.'),
     query_timeout_ms: k('int', 0, true, 'Request unanswered after this closes client and server connection (ms; 0 = off).'),
+    session_state_policy: k('enum', 'pin', true, 'Transaction pooling, a statement that leaves state in the server session (SET of an untracked setting, SQL PREPARE, LISTEN, LOAD, session advisory locks, set_config(), temp tables, WITH HOLD cursors): "pin" keeps that server connection for the client until it disconnects (safe; SHOW CLIENTS `pinned` and the metric quicpool_clients_pinned say so), "reject" answers the statement with ERROR 0A000, "reset" runs it and resets the connection (server_reset_query) when the transaction ends: the client silently loses the state. New sessions get a RELOADed value. Per database: [databases.NAME].', ['pin', 'reject', 'reset']),
   },
   limits: {
     max_client_connections: k('int', 10_000, true, 'Client sessions over all pools; the next gets 53300.'),
@@ -76,6 +77,11 @@ export const SCHEMA = {
   },
   auth: {
     users_file: k('string', null, true, 'A separate TOML file with [users.NAME] tables (merged over [users]; keeps secrets out of the main file).'),
+    auth_user: k('string', null, false, 'auth_query mode (PgBouncer\'s auth_user): a user not in [users] is looked up on the server with auth_query, over one connection logged in as this user, which must be a [users.NAME] with its server password (a superuser, or any role allowed to run auth_query). The user found logs in with SCRAM against its server secret and the pooler logs in to the server with the keys of the client\'s proof: no secret or password is copied into the config. Unset: off.'),
+    auth_query: k('string', 'SELECT usename, passwd FROM pg_shadow WHERE usename=$1', true, 'The lookup: takes the user name as $1 and returns (name, SCRAM-SHA-256 secret); the first row counts, none means no such user. pg_shadow needs a superuser: else a SECURITY DEFINER function that returns the two columns.'),
+    auth_dbname: k('string', 'postgres', false, 'The database the auth_query connection logs in to.'),
+    auth_cache_size: k('int', 1000, true, 'Names whose lookup result (found or not) is remembered; the oldest goes first.'),
+    auth_cache_ttl_ms: k('int', 60_000, true, 'How long a lookup result is remembered (ms): a changed or new password on the server counts after this at the latest. A failed lookup (server down) is retried after 1 s.'),
   },
   admin: {
     database: k('string', 'quicpool', false, 'Name of the admin console database: psql -p 6432 quicpool.'),
@@ -100,9 +106,16 @@ export type Section = keyof typeof SCHEMA;
 
 export const USER_KEYS = {
   password: { type: 'string', default: null, doc: 'Plaintext password: every auth method, and the server login.', live: true, secret: true },
-  scram_secret: { type: 'string', default: null, doc: 'A Postgres SCRAM-SHA-256 secret instead of password (client auth only).', live: true, secret: true },
+  scram_secret: { type: 'string', default: null, doc: 'A Postgres SCRAM-SHA-256 secret (pg_authid.rolpassword) instead of password. Without server_password the pooler logs in to the server with the keys of the client\'s SCRAM proof, which works when this is the server\'s own secret for the user.', live: true, secret: true },
   auth: { type: 'enum', default: 'scram-sha-256', doc: 'Client auth method.', live: true, values: ['scram-sha-256', 'md5', 'password', 'trust'] },
-  server_password: { type: 'string', default: null, doc: 'Password for the server login (default: password).', live: true, secret: true },
+  server_password: { type: 'string', default: null, doc: 'Password for the server login (default: password; without either, the keys of the client\'s SCRAM proof). When the server refuses it the client gets 08004 "pooler could not log in to the server as ..." (never 28P01, which means its own password was wrong) and the log says why.', live: true, secret: true },
 } as const satisfies Record<string, KeySpec>;
 
 export type UserKey = keyof typeof USER_KEYS;
+
+/** Keys of a [databases.NAME] table: that database's own value of the [pool] key of the same name. */
+export const DATABASE_KEYS = {
+  session_state_policy: { type: 'enum', default: null, doc: 'This database\'s pool.session_state_policy (unset: pool.session_state_policy).', live: true, values: ['pin', 'reject', 'reset'] },
+} as const satisfies Record<string, KeySpec>;
+
+export type DatabaseKey = keyof typeof DATABASE_KEYS;

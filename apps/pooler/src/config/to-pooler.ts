@@ -1,6 +1,6 @@
 // quicpool.toml (snake_case, grouped for operators) -> the engine's PoolerConfig, and the rows of
 // SHOW CONFIG (secrets hidden).
-import type { AuthMethod, ConfigRow, PoolerConfig, PoolMode, ServerTlsConfig, UserConfig } from '@quicpool/pooler';
+import type { AuthMethod, ConfigRow, DatabaseConfig, PoolerConfig, PoolMode, PoolSettings, ServerTlsConfig, UserConfig } from '@quicpool/pooler';
 import type { TlsServerOptions } from '@quicpool/transport';
 import type { AppConfig, Key, UserSettings, Value } from './load.js';
 import { ALL_KEYS, specOf } from './load.js';
@@ -48,7 +48,22 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
       clientIdleTimeoutMs: c.get<number>('pool.client_idle_timeout_ms'),
       idleTransactionTimeoutMs: c.get<number>('pool.idle_transaction_timeout_ms'),
       queryTimeoutMs: c.get<number>('pool.query_timeout_ms'),
+      sessionStatePolicy: c.get<PoolSettings['sessionStatePolicy']>('pool.session_state_policy'),
     },
+    databases: Object.fromEntries(
+      [...c.databases].map(([name, d]): [string, DatabaseConfig] => [name, d.session_state_policy === undefined ? {} : { sessionStatePolicy: d.session_state_policy as PoolSettings['sessionStatePolicy'] }]),
+    ),
+    ...(c.get<string | null>('auth.auth_user') === null
+      ? {}
+      : {
+          authQuery: {
+            user: c.get<string>('auth.auth_user'),
+            query: c.get<string>('auth.auth_query'),
+            database: c.get<string>('auth.auth_dbname'),
+            cacheSize: c.get<number>('auth.auth_cache_size'),
+            cacheTtlMs: c.get<number>('auth.auth_cache_ttl_ms'),
+          },
+        }),
     maxClientConnections: c.get<number>('limits.max_client_connections'),
     maxClientsPerPool: c.get<number>('limits.max_clients_per_pool'),
     maxMessageSize: c.get<number>('limits.max_message_size'),
@@ -67,6 +82,9 @@ export function configRows(c: AppConfig): ConfigRow[] {
     const spec = specOf(key);
     return { key, value: show(c.get(key)), default: show(spec.default), changeable: spec.live };
   });
+  for (const [name, d] of c.databases) {
+    for (const [key, value] of Object.entries(d)) rows.push({ key: `databases.${name}.${key}`, value, default: '', changeable: true });
+  }
   for (const [name, u] of c.users) {
     rows.push({ key: `users.${name}.auth`, value: u.auth ?? 'scram-sha-256', default: 'scram-sha-256', changeable: true });
     for (const secret of ['password', 'scram_secret', 'server_password'] as const) {
@@ -99,6 +117,10 @@ const ENGINE_KEYS: Readonly<Record<string, string>> = {
   'pool.idleTransactionTimeoutMs': 'pool.idle_transaction_timeout_ms',
   'pool.queryTimeoutMs': 'pool.query_timeout_ms',
   'pool.serverCheckDelayMs': 'pool.server_check_delay_ms',
+  'pool.sessionStatePolicy': 'pool.session_state_policy',
+  'authQuery.user': 'auth.auth_user',
+  'authQuery.query': 'auth.auth_query',
+  'authQuery.cacheSize': 'auth.auth_cache_size',
   'server.connectTimeoutMs': 'upstream.connect_timeout_ms',
   'server.tls': 'upstream.tls',
   'server.tls.mode': 'upstream.tls',
@@ -114,6 +136,6 @@ export function engineErrorKey(message: string): [string, string] {
   const colon = message.indexOf(':');
   const key = colon < 0 ? 'config' : message.slice(0, colon);
   const detail = colon < 0 ? message : message.slice(colon + 1).trim();
-  const toml = ENGINE_KEYS[key] ?? key.replace(/\.scramSecret$/, '.scram_secret').replace(/\.serverPassword$/, '.server_password');
+  const toml = ENGINE_KEYS[key] ?? key.replace(/\.scramSecret$/, '.scram_secret').replace(/\.serverPassword$/, '.server_password').replace(/^(databases\..*)\.sessionStatePolicy$/, '$1.session_state_policy');
   return [toml, detail];
 }

@@ -57,7 +57,7 @@ const time = (epochMs: number): string => new Date(epochMs).toISOString().replac
 export const SHOW_COLUMNS = {
   pools: [['database', 'text'], ['user', 'text'], ['cl_active', 'int'], ['cl_waiting', 'int'], ['sv_active', 'int'], ['sv_idle', 'int'], ['sv_used', 'int'], ['sv_tested', 'int'], ['sv_login', 'int'], ['maxwait', 'int'], ['maxwait_us', 'int'], ['pool_mode', 'text']],
   stats: [['database', 'text'], ['user', 'text'], ['total_xact_count', 'int'], ['total_query_count', 'int'], ['total_received', 'int'], ['total_sent', 'int'], ['total_xact_time', 'int'], ['total_query_time', 'int'], ['total_wait_time', 'int'], ['avg_xact_time', 'int'], ['avg_query_time', 'int'], ['avg_wait_time', 'int']],
-  clients: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['tls', 'text'], ['transport', 'text']],
+  clients: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['tls', 'text'], ['transport', 'text'], ['pinned', 'text']],
   servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int']],
   config: [['key', 'text'], ['value', 'text'], ['default', 'text'], ['changeable', 'text']],
   quic: [['listener', 'text'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int'], ['avg_rtt_ms', 'int'], ['max_rtt_ms', 'int'], ['packets_sent', 'int'], ['packets_lost', 'int']],
@@ -109,7 +109,7 @@ function showStats(ctx: AdminContext): AdminResult {
 function showClients(ctx: AdminContext): AdminResult {
   const data = ctx.pooler.view().clients.map((c) => {
     const info = c.info;
-    return ['C', c.user, c.database, c.state, info.remoteAddress, info.remotePort, info.localAddress, info.localPort, time(c.connectedAt), info.tls?.protocol ?? '', info.kind];
+    return ['C', c.user, c.database, c.state, info.remoteAddress, info.remotePort, info.localAddress, info.localPort, time(c.connectedAt), info.tls?.protocol ?? '', info.kind, c.pinned ?? ''];
   });
   return rows(SHOW_COLUMNS.clients, data);
 }

@@ -6,13 +6,17 @@ import type { AuthenticationResponseKind, TypedFrontendMessage, SqlState } from 
 import type { ResolvedUser } from '../config/pooler-config.js';
 import { verifyMd5 } from './md5.js';
 import { DEFAULT_SCRAM_ITERATIONS, SCRAM_SHA_256, ScramServer } from './scram.js';
-import type { ScramSecret } from './scram.js';
+import type { ScramKeys, ScramSecret } from './scram.js';
 
 export type AuthStep =
   /** Send `bytes`, then decode the client's next 'p' message as `expect`. */
   | { readonly kind: 'continue'; readonly bytes: Buffer; readonly expect: AuthenticationResponseKind }
-  /** Authenticated: send `bytes` (AuthenticationOk, preceded by SASLFinal for SCRAM). */
-  | { readonly kind: 'ok'; readonly bytes: Buffer }
+  /**
+   * Authenticated: send `bytes` (AuthenticationOk, preceded by SASLFinal for SCRAM). After SCRAM,
+   * `scramKeys`: the ClientKey the proof revealed and the secret's ServerKey, with which the
+   * pooler can log in to a server holding the same secret (no server password needed).
+   */
+  | { readonly kind: 'ok'; readonly bytes: Buffer; readonly scramKeys?: ScramKeys }
   | { readonly kind: 'fail'; readonly sqlstate: SqlState; readonly message: string };
 
 export interface ClientAuthContext {
@@ -98,9 +102,9 @@ export class ClientAuthenticator {
       case 'SASLResponse': {
         if (this.scram === null) return this.failed();
         const step = this.scram.clientFinal(m.data);
-        if (step.kind !== 'final' || this.method === 'mock') return this.failed();
+        if (step.kind !== 'final' || this.method === 'mock' || user?.scram === undefined) return this.failed();
         const final = encodeBackend({ type: 'AuthenticationSASLFinal', data: Buffer.from(step.serverFinal) });
-        return { kind: 'ok', bytes: Buffer.concat([final, AUTH_OK]) };
+        return { kind: 'ok', bytes: Buffer.concat([final, AUTH_OK]), scramKeys: { clientKey: step.clientKey, serverKey: user.scram.serverKey } };
       }
       case 'PasswordMessage': {
         if (user === undefined) return this.failed();

@@ -47,7 +47,8 @@ export function formatScramSecret(s: ScramSecret): string {
 
 export type ScramStep =
   | { readonly kind: 'continue'; readonly serverFirst: string }
-  | { readonly kind: 'final'; readonly serverFinal: string }
+  /** The client proved it knows the password; `clientKey` is what its proof revealed. */
+  | { readonly kind: 'final'; readonly serverFinal: string; readonly clientKey: Buffer }
   | { readonly kind: 'fail'; readonly reason: string };
 
 /**
@@ -80,7 +81,7 @@ export class ScramServer {
     if (data.length > MAX_SCRAM_MESSAGE) return this.fail('malformed SCRAM client-final-message');
     const r = verifyScramClientFinal(this.state, data.toString('utf8'));
     this.step = 'done';
-    return r.ok ? { kind: 'final', serverFinal: r.serverFinal } : this.fail(r.reason);
+    return r.ok ? { kind: 'final', serverFinal: r.serverFinal, clientKey: r.clientKey } : this.fail(r.reason);
   }
 
   private fail(reason: string): ScramStep {
@@ -105,9 +106,19 @@ export interface ScramDerivation {
 }
 
 /**
+ * The keys of a SCRAM secret a client's proof revealed (ClientKey) plus the secret's ServerKey:
+ * enough to log in to a server holding that secret without knowing the password (auth_query).
+ */
+export interface ScramKeys {
+  readonly clientKey: Buffer;
+  readonly serverKey: Buffer;
+}
+
+/**
  * The client side of SCRAM-SHA-256, for logging in to the real server, without I/O and without
  * the slow step: `serverFirst` says what to derive, the caller derives it (asynchronously:
- * `deriveSaltedPassword`) and hands the result to `clientFinal`.
+ * `deriveSaltedPassword`) and hands the result to `clientFinal`. Built from `ScramKeys` instead of
+ * a password there is nothing to derive: `clientFinalFromKeys` answers server-first at once.
  */
 export class ScramClient {
   private readonly first: ScramClientFirst = scramClientFirst();
@@ -115,7 +126,7 @@ export class ScramClient {
   private nonce = '';
   private final: ScramClientFinal | null = null;
 
-  constructor(private readonly password: string) {}
+  constructor(private readonly password: string | ScramKeys) {}
 
   clientFirst(): Buffer {
     return Buffer.from(this.first.message);
@@ -123,11 +134,8 @@ export class ScramClient {
 
   /** Reads server-first; rejects a malformed or forged one and unreasonable iteration counts. */
   serverFirst(serverFirstData: Buffer): ScramDerivation {
-    const serverFirst = serverFirstData.toString('utf8');
-    const s = parseScramServerFirst(serverFirst, this.first.nonce);
-    if (s.iterations > 10_000_000) throw new ScramError(`unreasonable SCRAM iteration count ${s.iterations}`);
-    this.serverFirstMessage = serverFirst;
-    this.nonce = s.nonce;
+    const s = this.readServerFirst(serverFirstData);
+    if (typeof this.password !== 'string') throw new ScramError('built with SCRAM keys: use clientFinalFromKeys');
     // As wire's saltedPassword: SASLprep reduced to NFKC for non-ASCII passwords.
     const password = /^[\x20-\x7e]*$/.test(this.password) ? this.password : this.password.normalize('NFKC');
     return { password, salt: s.salt, iterations: s.iterations };
@@ -135,8 +143,32 @@ export class ScramClient {
 
   /** client-final, from the salted password derived for `serverFirst`. */
   clientFinal(salted: Buffer): Buffer {
+    return this.finalWith(hmac(salted, 'Client Key'), hmac(salted, 'Server Key'));
+  }
+
+  /** Built with keys: nothing to derive. */
+  get hasKeys(): boolean {
+    return typeof this.password !== 'string';
+  }
+
+  /** Reads server-first and answers with client-final from the keys this client was built with. */
+  clientFinalFromKeys(serverFirstData: Buffer): Buffer {
+    this.readServerFirst(serverFirstData);
+    if (typeof this.password === 'string') throw new ScramError('no SCRAM keys to answer with');
+    return this.finalWith(this.password.clientKey, this.password.serverKey);
+  }
+
+  private readServerFirst(data: Buffer): { salt: Buffer; iterations: number } {
+    const serverFirst = data.toString('utf8');
+    const s = parseScramServerFirst(serverFirst, this.first.nonce);
+    if (s.iterations > 10_000_000) throw new ScramError(`unreasonable SCRAM iteration count ${s.iterations}`);
+    this.serverFirstMessage = serverFirst;
+    this.nonce = s.nonce;
+    return s;
+  }
+
+  private finalWith(clientKey: Buffer, serverKey: Buffer): Buffer {
     if (this.serverFirstMessage === null) throw new ScramError('clientFinal before serverFirst');
-    const clientKey = hmac(salted, 'Client Key');
     const withoutProof = `c=${Buffer.from('n,,').toString('base64')},r=${this.nonce}`;
     const authMessage = `${this.first.bare},${this.serverFirstMessage},${withoutProof}`;
     const signature = hmac(sha256(clientKey), authMessage);
@@ -144,7 +176,7 @@ export class ScramClient {
     for (let i = 0; i < 32; i++) proof[i] = clientKey[i]! ^ signature[i]!;
     this.final = {
       message: `${withoutProof},p=${proof.toString('base64')}`,
-      expectedServerSignature: hmac(hmac(salted, 'Server Key'), authMessage).toString('base64'),
+      expectedServerSignature: hmac(serverKey, authMessage).toString('base64'),
     };
     return Buffer.from(this.final.message);
   }

@@ -5,6 +5,7 @@
 import { BackendDecoder } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import { deriveSaltedPassword } from '../auth/scram.js';
+import type { ScramKeys } from '../auth/scram.js';
 import type { Clock } from '../core/clock.js';
 import { describeServer, dialServer } from './dial.js';
 import type { DialedServer, ServerAddress } from './dial.js';
@@ -20,6 +21,8 @@ export interface BackendLogin {
   readonly database: string;
   readonly user: string;
   readonly password: string | undefined;
+  /** Without a password: SCRAM keys a client's proof revealed (auth_query and scram_secret-only users). */
+  readonly scramKeys?: ScramKeys | undefined;
   readonly connectTimeoutMs: number;
 }
 

@@ -1,5 +1,6 @@
 // The server login machine without sockets: what it sends for each authentication the server
 // asks for (checked by the server-side code that verifies it), what it keeps, how it fails.
+import { pbkdf2Sync } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeBackendMessage, decodeFrontendMessage, decodeStartupPacket } from '@quicpool/wire';
@@ -90,6 +91,27 @@ describe('ServerLogin', () => {
     expect(done.map((a) => a.type)).toEqual(['ready']);
   });
 
+  it("SCRAM-SHA-256 with a client's keys instead of a password (auth_query): nothing to derive, the server accepts the proof", () => {
+    const secret = scramSecretFromPassword('s3cret', 4096);
+    // The ClientKey a client's proof revealed to the pooler (a password login plays the client).
+    const clientKey = scramClientKeyOf(new ScramServer(secret), new ServerLogin(LOGIN));
+    const login = new ServerLogin({ ...LOGIN, password: undefined, scramKeys: { clientKey, serverKey: secret.serverKey } });
+    login.start();
+    const server = new ScramServer(secret);
+    const [initial] = sent(feed(login, [{ type: 'AuthenticationSASL', mechanisms: ['SCRAM-SHA-256'] }]));
+    const first = decodeFrontendMessage(initial!, 'SASLInitialResponse');
+    if (first.type !== 'SASLInitialResponse') throw new Error('expected SASLInitialResponse');
+    const cont = server.clientFirst(first.mechanism, first.data);
+    if (cont.kind !== 'continue') throw new Error(cont.kind);
+    const answer = feed(login, [{ type: 'AuthenticationSASLContinue', data: Buffer.from(cont.serverFirst) }]);
+    expect(answer.map((a) => a.type)).toEqual(['send']); // no 'derive'
+    const final = decodeFrontendMessage(sent(answer)[0]!, 'SASLResponse');
+    if (final.type !== 'SASLResponse') throw new Error('expected SASLResponse');
+    const verdict = server.clientFinal(final.data);
+    if (verdict.kind !== 'final') throw new Error(`server refused the proof: ${JSON.stringify(verdict)}`);
+    expect(feed(login, [{ type: 'AuthenticationSASLFinal', data: Buffer.from(verdict.serverFinal) }, OK, KEY, READY]).map((a) => a.type)).toEqual(['ready']);
+  });
+
   it('SCRAM: a server signature that does not match fails the login (a server that does not know the password)', async () => {
     const login = new ServerLogin(LOGIN);
     const impostor = new ScramServer(scramSecretFromPassword('other', 4096));
@@ -115,7 +137,11 @@ describe('ServerLogin', () => {
     };
     const noPassword = new ServerLogin({ ...LOGIN, password: undefined });
     noPassword.start();
-    expect(failure(feed(noPassword, [{ type: 'AuthenticationCleartextPassword' }])).message).toBe('server asks for a password for user "alice" and none is configured');
+    expect(failure(feed(noPassword, [{ type: 'AuthenticationCleartextPassword' }])).message).toBe('pooler could not log in to the server as "alice": the server asks for a password and the pooler has none for this user');
+    expect(failure(feed(started(), [{ type: 'ErrorResponse', fields: { S: 'FATAL', C: '28P01', M: 'password authentication failed for user "alice"' } }])).toEncodedError()).toMatchObject({
+      sqlstate: '08004',
+      message: 'pooler could not log in to the server as "alice": password authentication failed for user "alice"',
+    });
     expect(failure(feed(started(), [{ type: 'AuthenticationSASL', mechanisms: ['OAUTHBEARER'] }])).message).toContain('OAUTHBEARER');
     expect(failure(feed(started(), [READY])).message).toBe('ReadyForQuery before AuthenticationOk');
     expect(failure(feed(started(), [{ type: 'AuthenticationSASLContinue', data: Buffer.from('r=x') }])).message).toBe('unexpected AuthenticationSASLContinue');
@@ -158,3 +184,21 @@ describe('ServerLogin', () => {
     );
   });
 });
+
+/** The ClientKey `server` learns from `login`'s proof (a password login, derived synchronously here). */
+function scramClientKeyOf(server: ScramServer, login: ServerLogin): Buffer {
+  login.start();
+  const [initial] = sent(feed(login, [{ type: 'AuthenticationSASL', mechanisms: ['SCRAM-SHA-256'] }]));
+  const first = decodeFrontendMessage(initial!, 'SASLInitialResponse');
+  if (first.type !== 'SASLInitialResponse') throw new Error('expected SASLInitialResponse');
+  const cont = server.clientFirst(first.mechanism, first.data);
+  if (cont.kind !== 'continue') throw new Error(cont.kind);
+  const [d] = feed(login, [{ type: 'AuthenticationSASLContinue', data: Buffer.from(cont.serverFirst) }]);
+  if (d?.type !== 'derive') throw new Error('expected derive');
+  const salted = pbkdf2Sync(d.derivation.password, d.derivation.salt, d.derivation.iterations, 32, 'sha256');
+  const final = decodeFrontendMessage(sent(login.handle({ type: 'derived', salted }))[0]!, 'SASLResponse');
+  if (final.type !== 'SASLResponse') throw new Error('expected SASLResponse');
+  const verdict = server.clientFinal(final.data);
+  if (verdict.kind !== 'final') throw new Error(verdict.kind);
+  return verdict.clientKey;
+}

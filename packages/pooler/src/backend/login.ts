@@ -6,7 +6,7 @@ import { encodeFrontend, encodeStartupPacket, errorResponse, PROTOCOL_3_0, SQLST
 import type { BackendMessage, NoticeFields } from '@quicpool/wire';
 import { md5Response, md5Secret } from '../auth/md5.js';
 import { SCRAM_SHA_256, ScramClient } from '../auth/scram.js';
-import type { ScramDerivation } from '../auth/scram.js';
+import type { ScramDerivation, ScramKeys } from '../auth/scram.js';
 import type { EncodedError } from '../session/types.js';
 
 /** Login failed: `fields` are the server's ErrorResponse fields when it sent one. */
@@ -66,7 +66,15 @@ export class ServerLogin {
   private processId = 0;
   private secretKey = Buffer.alloc(0);
 
-  constructor(private readonly login: { readonly database: string; readonly user: string; readonly password: string | undefined }) {}
+  constructor(
+    private readonly login: {
+      readonly database: string;
+      readonly user: string;
+      readonly password: string | undefined;
+      /** Without a password: SCRAM keys a client's proof revealed (auth_query users). */
+      readonly scramKeys?: ScramKeys | undefined;
+    },
+  ) {}
 
   get done(): boolean {
     return this.phase === 'done';
@@ -106,13 +114,17 @@ export class ServerLogin {
         return [{ type: 'send', bytes: encodeFrontend({ type: 'PasswordMessage', password: md5Response(md5Secret(this.login.user, this.password()), m.salt) }) }];
       case 'AuthenticationSASL': {
         if (!m.mechanisms.includes(SCRAM_SHA_256)) throw new BackendLoginError(`server offers no supported SASL mechanism (${m.mechanisms.join(', ')})`, undefined);
-        this.scram = new ScramClient(this.password());
+        const keys = this.login.password === undefined ? this.login.scramKeys : undefined;
+        this.scram = new ScramClient(keys ?? this.password());
         return [{ type: 'send', bytes: encodeFrontend({ type: 'SASLInitialResponse', mechanism: SCRAM_SHA_256, data: this.scram.clientFirst() }) }];
       }
-      case 'AuthenticationSASLContinue':
+      case 'AuthenticationSASLContinue': {
         if (this.scram === null) throw new BackendLoginError('unexpected AuthenticationSASLContinue', undefined);
+        // SCRAM keys instead of a password: nothing slow to derive.
+        if (this.scram.hasKeys) return [{ type: 'send', bytes: encodeFrontend({ type: 'SASLResponse', data: this.scram.clientFinalFromKeys(m.data) }) }];
         this.phase = 'deriving';
         return [{ type: 'derive', derivation: this.scram.serverFirst(m.data) }];
+      }
       case 'AuthenticationSASLFinal':
         if (this.scram === null) throw new BackendLoginError('unexpected AuthenticationSASLFinal', undefined);
         this.scram.verifyServerFinal(m.data);
@@ -125,6 +137,8 @@ export class ServerLogin {
         this.secretKey = Buffer.from(m.secretKey);
         return [];
       case 'ErrorResponse':
+        // Class 28 (invalid authorization): the pooler's own credentials, not the client's doing.
+        if (m.fields['C']?.startsWith('28') === true) throw this.poolerLoginFailed(m.fields['M'] ?? 'authentication failed', m.fields['C']);
         throw new BackendLoginError(`server refused login: ${m.fields['M'] ?? 'unknown error'}`, m.fields);
       case 'ReadyForQuery':
         if (this.phase !== 'started') throw new BackendLoginError('ReadyForQuery before AuthenticationOk', undefined);
@@ -143,8 +157,24 @@ export class ServerLogin {
 
   private password(): string {
     const p = this.login.password;
-    if (p === undefined) throw new BackendLoginError(`server asks for a password for user "${this.login.user}" and none is configured`, undefined);
+    if (p === undefined) throw this.poolerLoginFailed('the server asks for a password and the pooler has none for this user', null);
     return p;
+  }
+
+  /**
+   * The server refused the pooler's own login (wrong or missing server password, pg_hba.conf): the
+   * client, already authenticated by the pooler, gets 08004 saying so (never the server's 28P01,
+   * which it would take for its own wrong password); `serverCode` is what the server said, for the log.
+   */
+  private poolerLoginFailed(reason: string, serverCode: string | null): BackendLoginError {
+    const message = `pooler could not log in to the server as "${this.login.user}": ${reason}`;
+    return new BackendLoginError(message, {
+      S: 'FATAL',
+      C: SQLSTATE.SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
+      M: message,
+      D: serverCode === null ? 'The pooler authenticated the client; its own login to PostgreSQL failed.' : `The server answered SQLSTATE ${serverCode} to the pooler's login; the pooler authenticated the client.`,
+      H: 'The pooler\'s server credentials for this user are wrong or missing (users.NAME.server_password / password, or auth_query); see the pooler\'s log.',
+    });
   }
 
   private fail(error: BackendLoginError): LoginAction[] {

@@ -36,6 +36,46 @@ export interface ServerTlsConfig {
   readonly key?: string;
 }
 
+/**
+ * auth_query (PgBouncer's auth_user/auth_query/auth_dbname): users not in `users` are looked up on
+ * the server. `user` must be a configured user (the lookup connection logs in with its server
+ * password); the query gets the name as $1 and returns (name, SCRAM secret).
+ */
+export interface AuthQueryConfig {
+  readonly user: string;
+  /** Default `SELECT usename, passwd FROM pg_shadow WHERE usename=$1` (needs a superuser, or a SECURITY DEFINER function). */
+  readonly query?: string;
+  /** Default 'postgres'. */
+  readonly database?: string;
+  /** Default 1000 names. */
+  readonly cacheSize?: number;
+  /** Default 60 000 ms. */
+  readonly cacheTtlMs?: number;
+}
+
+export const DEFAULT_AUTH_QUERY = 'SELECT usename, passwd FROM pg_shadow WHERE usename=$1';
+
+export interface AuthQuerySettings {
+  /** The configured user the lookups log in as (its server password from the config). */
+  readonly user: string;
+  /** Takes the user name as $1, returns (name, secret) rows; the first row counts. */
+  readonly query: string;
+  /** The database the lookup connection logs in to. */
+  readonly database: string;
+  /** Names remembered at most (found or not); the oldest goes first. */
+  readonly cacheSize: number;
+  /** How long a result is remembered (ms). */
+  readonly cacheTtlMs: number;
+  /** Longest a lookup may take once it has the connection (ms); then it counts as failed. */
+  readonly timeoutMs: number;
+}
+
+/** Settings of one database that differ from the pool's (PgBouncer's [databases] section). */
+export interface DatabaseConfig {
+  /** Transaction pooling: what a statement that leaves session state does in this database. */
+  readonly sessionStatePolicy?: PoolSettings['sessionStatePolicy'];
+}
+
 export interface PoolerConfig {
   /**
    * The real PostgreSQL server: a host name or IP, or a directory holding its unix socket
@@ -44,6 +84,10 @@ export interface PoolerConfig {
   readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs?: number; readonly tls?: ServerTlsConfig };
   readonly users: Readonly<Record<string, UserConfig>>;
   readonly pool?: Partial<PoolSettings>;
+  /** Per-database overrides, by database name. */
+  readonly databases?: Readonly<Record<string, DatabaseConfig>>;
+  /** Look up users the config does not list on the server (off when absent). */
+  readonly authQuery?: AuthQueryConfig;
   /** Client sessions over all pools; the next gets 53300. Default 10 000. */
   readonly maxClientConnections?: number;
   /** Client sessions per (database, user) pool; 0 = no per-pool limit (default). */
@@ -83,6 +127,8 @@ export interface ResolvedPoolerConfig {
   readonly server: ServerAddress & { readonly connectTimeoutMs: number };
   readonly users: ReadonlyMap<string, ResolvedUser>;
   readonly pool: PoolSettings;
+  readonly databases: ReadonlyMap<string, Required<DatabaseConfig>>;
+  readonly authQuery: AuthQuerySettings | undefined;
   readonly maxClientConnections: number;
   readonly maxClientsPerPool: number;
   readonly allowInsecurePasswordAuth: boolean;
@@ -160,15 +206,42 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     if (e instanceof SettingError) throw new ConfigError(`pool.${e.message}`);
     throw e;
   }
+  const databases = new Map<string, Required<DatabaseConfig>>();
+  for (const [name, d] of Object.entries(c.databases ?? {})) {
+    try {
+      databases.set(name, { sessionStatePolicy: resolvePoolSettings({ sessionStatePolicy: d.sessionStatePolicy ?? pool.sessionStatePolicy }).sessionStatePolicy });
+    } catch (e) {
+      if (e instanceof SettingError) throw new ConfigError(`databases.${name}.${e.message}`);
+      throw e;
+    }
+  }
+  const connectTimeoutMs = count('server.connectTimeoutMs', c.server.connectTimeoutMs ?? 10_000, 1);
+  let authQuery: AuthQuerySettings | undefined;
+  if (c.authQuery !== undefined) {
+    const a = c.authQuery;
+    if (!users.has(a.user)) throw new ConfigError(`authQuery.user: "${a.user}" is not a configured user (the lookups log in as it, with its server password)`);
+    const query = a.query ?? DEFAULT_AUTH_QUERY;
+    if (!query.includes('$1')) throw new ConfigError('authQuery.query: must take the user name as $1');
+    authQuery = {
+      user: a.user,
+      query,
+      database: a.database ?? 'postgres',
+      cacheSize: count('authQuery.cacheSize', a.cacheSize ?? 1000, 1),
+      cacheTtlMs: count('authQuery.cacheTtlMs', a.cacheTtlMs ?? 60_000, 0),
+      timeoutMs: connectTimeoutMs,
+    };
+  }
   return {
     server: {
       host: c.server.host,
       port: count('server.port', c.server.port, 1),
-      connectTimeoutMs: count('server.connectTimeoutMs', c.server.connectTimeoutMs ?? 10_000, 1),
+      connectTimeoutMs,
       ...(c.server.tls !== undefined ? { tls: resolveServerTls(c.server.host, c.server.tls) } : {}),
     },
     users,
     pool,
+    databases,
+    authQuery,
     maxClientConnections: count('maxClientConnections', c.maxClientConnections ?? 10_000, 1),
     maxClientsPerPool: count('maxClientsPerPool', c.maxClientsPerPool ?? 0, 0),
     allowInsecurePasswordAuth: c.allowInsecurePasswordAuth ?? false,

@@ -5,6 +5,8 @@
 import { createMemoryPair } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
 import { SQLSTATE } from '@quicpool/wire';
+import { AuthQuery } from '../auth/auth-query.js';
+import type { ScramKeys } from '../auth/scram.js';
 import { connectBackend } from '../backend/connect.js';
 import type { BackendConnection, BackendLogin } from '../backend/connect.js';
 import type { ServerAddress } from '../backend/dial.js';
@@ -59,11 +61,47 @@ export class PoolerCore {
   /** Called once when the last client session has ended (clientsGone). */
   private readonly emptyWaiters: (() => void)[] = [];
   private readonly pendingCancels = new Set<Promise<void>>();
+  /**
+   * Per pool key: the SCRAM keys of the last client that authenticated to it, for a user with no
+   * server password (auth_query users, scram_secret-only users): the pool's logins use them.
+   */
+  private readonly scramKeys = new Map<string, ScramKeys>();
+  /** auth_query's one connection (as the auth user): a pool of its own, in no SHOW. */
+  private lookupPool: Pool | null = null;
+  private readonly authQuery: AuthQuery;
 
   constructor(
     private current: ResolvedPoolerConfig,
     readonly clock: Clock,
-  ) {}
+  ) {
+    this.authQuery = new AuthQuery(
+      () => {
+        const s = this.current.authQuery;
+        if (s === undefined) throw new Error('auth_query is not configured');
+        return s;
+      },
+      () => (this.lookupPool ??= this.newPool(this.current.authQuery?.database ?? '', this.current.authQuery?.user ?? '', { poolSize: 1, minPoolSize: 0 })),
+      clock,
+    );
+  }
+
+  // --- auth_query ------------------------------------------------------------------------------
+
+  /** Does `user` need an auth_query lookup before its login can proceed? */
+  needsLookup(user: string): boolean {
+    return this.current.authQuery !== undefined && !this.current.users.has(user) && this.authQuery.needsLookup(user);
+  }
+
+  /** Looks `user` up with auth_query; resolves once the result (found or not) is cached. */
+  lookupUser(user: string): Promise<void> {
+    return this.authQuery.lookup(user);
+  }
+
+  /** A client of `user` authenticated with SCRAM: its pool may log in to the server with these keys. */
+  rememberScramKeys(database: string, user: string, keys: ScramKeys): void {
+    if (this.current.users.get(user)?.serverPassword !== undefined) return; // a password logs in
+    this.scramKeys.set(poolKey(database, user), keys);
+  }
 
   /** Replaced as a whole by a reload; sessions read it live, pools get their settings refreshed. */
   get config(): ResolvedPoolerConfig {
@@ -96,11 +134,13 @@ export class PoolerCore {
       tlsAvailable: config.tls !== undefined,
       poolMode: config.pool.poolMode,
       sessionStatePolicy: config.pool.sessionStatePolicy,
+      sessionStatePolicyFor: (database) => config.databases.get(database)?.sessionStatePolicy,
       preparedStatementCacheSize: config.pool.preparedStatementCacheSize,
       allowInsecurePasswordAuth: config.allowInsecurePasswordAuth,
       authFailureDelay: config.authFailureDelayMs > 0,
       ignoreStartupParameters: config.ignoreStartupParameters,
-      lookupUser: (name) => config.users.get(name),
+      lookupUser: (name) => config.users.get(name) ?? (config.authQuery === undefined ? undefined : this.authQuery.cached(name)),
+      describeUnknownUser: (name) => (config.authQuery === undefined ? 'no such user in the config' : `not in the config; ${this.authQuery.reason(name)}`),
       admit: (database, user) => {
         const refused = this.admit(database, user);
         if (refused === undefined) {
@@ -150,6 +190,7 @@ export class PoolerCore {
     if (pool !== undefined && !pool.hasConnected && pool.size === 0 && pool.stats().waiting === 0) {
       pool.close();
       this.pools.delete(admittedKey);
+      this.scramKeys.delete(admittedKey);
     }
   }
 
@@ -159,22 +200,7 @@ export class PoolerCore {
     const key = poolKey(database, user);
     let pool = this.pools.get(key);
     if (pool !== undefined) return pool;
-    const cfg = (): ResolvedPoolerConfig => this.current;
     const vdb = this.virtualDatabases.get(database);
-    // Getters: a reload (new config) reaches existing pools without rebuilding them.
-    const login: BackendLogin = {
-      database,
-      user,
-      get server(): ServerAddress {
-        return cfg().server;
-      },
-      get password() {
-        return vdb !== undefined ? undefined : cfg().users.get(user)?.serverPassword;
-      },
-      get connectTimeoutMs() {
-        return cfg().server.connectTimeoutMs;
-      },
-    };
     const connect =
       vdb === undefined
         ? (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock)
@@ -184,15 +210,41 @@ export class PoolerCore {
               vdb.serve(server);
               return Promise.resolve({ stream: client, readsInto: false });
             });
-    pool = new Pool(database, user, { ...cfg().pool }, login, {
+    pool = this.newPool(database, user, {}, connect);
+    if (this.paused && vdb === undefined) pool.pause();
+    this.pools.set(key, pool);
+    return pool;
+  }
+
+  /** A pool of real server connections for (database, user), its settings the config's with `own` over them. */
+  private newPool(database: string, user: string, own: Partial<ResolvedPoolerConfig['pool']>, connect = (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock)): Pool {
+    const cfg = (): ResolvedPoolerConfig => this.current;
+    const key = poolKey(database, user);
+    const virtual = this.virtualDatabases.has(database);
+    // Getters: a reload (new config) reaches existing pools without rebuilding them.
+    const keys = this.scramKeys;
+    const login: BackendLogin = {
+      database,
+      user,
+      get server(): ServerAddress {
+        return cfg().server;
+      },
+      get password() {
+        return virtual ? undefined : cfg().users.get(user)?.serverPassword;
+      },
+      get scramKeys() {
+        return virtual ? undefined : keys.get(key);
+      },
+      get connectTimeoutMs() {
+        return cfg().server.connectTimeoutMs;
+      },
+    };
+    return new Pool(database, user, { ...cfg().pool, ...own }, login, {
       clock: this.clock,
       connect,
       batcher: this.batcher,
       served: (p, t) => this.served(p, t.waiter, t.waitMs, t.xactMs),
     });
-    if (this.paused && vdb === undefined) pool.pause();
-    this.pools.set(key, pool);
-    return pool;
   }
 
   private served(pool: Pool, waiter: unknown, waitMs: number, xactMs: number): void {
@@ -285,7 +337,7 @@ export class PoolerCore {
   }
 
   closePools(immediate: boolean): void {
-    for (const pool of this.pools.values()) {
+    for (const pool of [...this.pools.values(), ...(this.lookupPool === null ? [] : [this.lookupPool])]) {
       if (immediate) pool.destroyAll();
       else pool.close();
     }

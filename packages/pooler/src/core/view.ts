@@ -25,8 +25,12 @@ export interface ClientRow {
   readonly database: string;
   readonly user: string;
   readonly state: ClientState;
-  /** Transaction pooling: the session-state policy pinned its backend to it. */
-  readonly pinned: boolean;
+  /**
+   * Transaction pooling: the session-state policy pinned its backend to it, because of this (the
+   * first statement that did: 'SET', 'RESET', 'PREPARE', 'LISTEN', 'LOAD', 'DECLARE WITH HOLD',
+   * 'CREATE TEMP', or the function: 'set_config', 'advisory_lock', 'dblink_connect'); null when not.
+   */
+  readonly pinned: string | null;
   /** Named prepared statements the pooler carries for it. */
   readonly preparedStatements: number;
 }

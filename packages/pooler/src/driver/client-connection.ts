@@ -7,6 +7,7 @@ import { decodeStartupPacket, FrontendDecoder, ProtocolError, SQLSTATE } from '@
 import type { RawMessage } from '@quicpool/wire';
 import { upgradeToTls } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
+import type { ScramKeys } from '../auth/scram.js';
 import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
 import { BackendLoginError, fatal } from '../backend/login.js';
 import type { Timer } from '../core/clock.js';
@@ -21,6 +22,10 @@ import type { CancelKey, EncodedError, SessionAction, SessionEvent, SessionTimer
 const PAUSED_WAITING = 1;
 const PAUSED_BACKEND_FULL = 2;
 const PAUSED_TLS = 4;
+/** The StartupMessage names a user auth_query must look up first. */
+const PAUSED_LOOKUP = 8;
+/** Reading stops at once (not only new chunks) while one of these holds. */
+const HOLD_MESSAGES = PAUSED_TLS | PAUSED_LOOKUP;
 
 /**
  * A client waiting for a backend is paused only once this much of its input is queued: a client
@@ -86,7 +91,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
       database: this.session.database,
       user: this.session.user,
       state: this.state(),
-      pinned: this.session.isPinned,
+      pinned: this.session.pinnedReason,
       preparedStatements: this.session.preparedStatementCount,
     };
   }
@@ -141,9 +146,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     this.receivedBytes += chunk.length;
     try {
       this.decoder.push(chunk);
-      for (let m = this.decoder.nextRaw(); m !== undefined && !this.ended && (this.paused & PAUSED_TLS) === 0; m = this.decoder.nextRaw()) {
-        this.onClientMessage(m);
-      }
+      this.drain();
       if (this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
     } catch (e) {
       this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
@@ -152,9 +155,31 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     if (this.stream.writeBatching === 'per-read') this.core.batcher.flushAll();
   };
 
+  /** The client messages the decoder holds, until something holds them back. */
+  private drain(): void {
+    for (let m = this.decoder.nextRaw(); m !== undefined && !this.ended && (this.paused & HOLD_MESSAGES) === 0; m = this.decoder.nextRaw()) {
+      this.onClientMessage(m);
+    }
+  }
+
   private onClientMessage(m: RawMessage): void {
-    if (m.type === 0) this.dispatch({ type: 'startupPacket', packet: decodeStartupPacket(m.bytes) });
-    else this.dispatch({ type: 'clientMessage', message: m });
+    if (m.type !== 0) return this.dispatch({ type: 'clientMessage', message: m });
+    const packet = decodeStartupPacket(m.bytes);
+    const user = packet.type === 'StartupMessage' ? packet.parameters['user'] : undefined;
+    if (user === undefined || !this.core.needsLookup(user)) return this.dispatch({ type: 'startupPacket', packet });
+    // auth_query: the user's secret comes from the server first (cached); the startup waits.
+    this.pause(PAUSED_LOOKUP);
+    void this.core.lookupUser(user).then(() => {
+      if (this.ended) return;
+      this.dispatch({ type: 'startupPacket', packet });
+      this.resume(PAUSED_LOOKUP);
+      try {
+        this.drain();
+      } catch (e) {
+        this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
+      }
+      this.core.batcher.flushAll();
+    });
   }
 
   // --- the machine -----------------------------------------------------------------------------
@@ -222,7 +247,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         return;
       }
       case 'authenticated':
-        return this.onAuthenticated(a.database, a.user);
+        return this.onAuthenticated(a.database, a.user, a.scramKeys);
       case 'loggedIn':
         this.core.emit({ type: 'loggedIn', info: this.stream.info, database: this.session.database, user: this.session.user });
         return;
@@ -260,7 +285,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     }
   }
 
-  private onAuthenticated(database: string, user: string): void {
+  private onAuthenticated(database: string, user: string, scramKeys: ScramKeys | undefined): void {
     const replay = this.stream.replayWindow();
     if (replay !== null) {
       // 0-RTT replay policy: startup and authentication may run on early data (no side effects);
@@ -268,7 +293,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
       // connection never achieves. The client's queries wait queued until then (~1 RTT at most).
       replay.then(
         () => {
-          if (!this.ended) this.onAuthenticated(database, user);
+          if (!this.ended) this.onAuthenticated(database, user, scramKeys);
         },
         () => this.dispatch({ type: 'clientClosed' }),
       );
@@ -276,6 +301,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     }
     const pool = this.core.poolFor(database, user);
     this.pool = pool;
+    if (scramKeys !== undefined) this.core.rememberScramKeys(database, user, scramKeys);
     pool.parameters().then(
       (parameters) => {
         if (this.ended) return;

@@ -6,10 +6,11 @@
 // goes back, the session-state policy, and what the client sees when something fails.
 import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
+import type { ScramKeys } from '../auth/scram.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
 import { ParameterSync } from './parameter-sync.js';
-import { mayChangeSessionState } from './session-state-change.js';
+import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
 import { rejectedStatement } from './session-policy.js';
 import { StartupAuth } from './startup-auth.js';
 import type { StartupOwner } from './startup-auth.js';
@@ -54,9 +55,10 @@ export class ClientSession implements StartupOwner {
   private closeAfterRelease = false;
   /** Transaction pooling only: named prepared statements carried across backends. */
   private readonly router: StatementRouter | null;
-  /** The client left session state on its backend (policy 'pin'): it keeps it until it goes. */
-  private pinned = false;
-  private readonly policy: SessionStatePolicy;
+  /** The client left session state on its backend (policy 'pin'): what did (e.g. 'SET'); it keeps the backend until it goes. */
+  private pinnedBy: string | null = null;
+  /** The pool's session-state policy, per database (known once authenticated). */
+  private policy: SessionStatePolicy;
   private authenticatedOnce = false;
   private loggedIn = false;
   /** The FATAL error the session sent last (what a failed login reports). */
@@ -93,7 +95,11 @@ export class ClientSession implements StartupOwner {
   }
   /** The client's backend is pinned to it by the session-state policy. */
   get isPinned(): boolean {
-    return this.pinned;
+    return this.pinnedBy !== null;
+  }
+  /** What pinned it (the statement, e.g. 'SET', 'PREPARE', 'LISTEN', or the function), or null. */
+  get pinnedReason(): string | null {
+    return this.pinnedBy;
   }
   /** Bytes of client messages waiting for a backend. */
   get pendingBytes(): number {
@@ -202,11 +208,12 @@ export class ClientSession implements StartupOwner {
 
   // --- StartupOwner ----------------------------------------------------------------------------
 
-  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>): void {
+  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>, scramKeys: ScramKeys | undefined): void {
     this.parameters.fromStartup(tracked);
+    this.policy = this.ctx.sessionStatePolicyFor?.(database) ?? this.policy;
     this.authenticatedOnce = true;
     this.phase = 'connecting';
-    this.emit({ type: 'authenticated', database, user });
+    this.emit(scramKeys === undefined ? { type: 'authenticated', database, user } : { type: 'authenticated', database, user, scramKeys });
   }
 
   // --- client messages -------------------------------------------------------------------------
@@ -249,7 +256,8 @@ export class ClientSession implements StartupOwner {
     // Examined once (it scans the text): with the router the policy decides, without it only `dirty` matters.
     if (type === MessageType.Query || type === MessageType.Parse) {
       if (this.router !== null) {
-        if (mayChangeSessionState(type, bytes)) bytes = this.onSessionState(type, bytes);
+        const change = sessionStateChange(type, bytes);
+        if (change !== null) bytes = this.onSessionState(type, bytes, change);
       } else if (!this.tx.dirty && mayChangeSessionState(type, bytes)) {
         this.tx.dirty = true;
       }
@@ -259,10 +267,10 @@ export class ClientSession implements StartupOwner {
   }
 
   /** Transaction pooling: the client runs something that leaves session state; apply the policy. */
-  private onSessionState(type: number, bytes: Buffer): Buffer {
+  private onSessionState(type: number, bytes: Buffer, change: string): Buffer {
     switch (this.policy) {
       case 'pin':
-        this.pinned = true;
+        this.pinnedBy ??= change;
         this.tx.dirty = true;
         return bytes;
       case 'reset':
@@ -287,7 +295,7 @@ export class ClientSession implements StartupOwner {
     this.backend = b;
     this.backendEnding = false;
     this.phase = 'attached';
-    this.tx.attached(this.ctx.poolMode === 'session' || this.pinned);
+    this.tx.attached(this.ctx.poolMode === 'session' || this.pinnedBy !== null);
     this.router?.attach(statementsOf(b, this.ctx.preparedStatementCacheSize ?? 1000));
     const set = this.parameters.applyTo(b);
     if (set !== null) {
@@ -327,7 +335,7 @@ export class ClientSession implements StartupOwner {
       this.send(bytes);
       if (outcome === 'settled') {
         const idle = this.tx.status === 'I';
-        if (idle && ((this.ctx.poolMode === 'transaction' && !this.pinned) || this.closeAfterRelease)) this.release();
+        if (idle && ((this.ctx.poolMode === 'transaction' && this.pinnedBy === null) || this.closeAfterRelease)) this.release();
         // Graceful shutdown: the transaction has ended (and the backend is back): now close.
         if (this.closeAfterRelease && idle) this.fail(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command');
       }
@@ -386,7 +394,7 @@ export class ClientSession implements StartupOwner {
     const e = this.lastError;
     let reason = e?.message ?? `the client closed the connection during ${stage}`;
     // The client only learns "password authentication failed"; the operator also learns why.
-    if (stage === 'authentication' && this.ctx.lookupUser(this.user) === undefined) reason += ' (no such user in the config)';
+    if (stage === 'authentication' && this.ctx.lookupUser(this.user) === undefined) reason += ` (${this.ctx.describeUnknownUser?.(this.user) ?? 'no such user in the config'})`;
     this.emit({ type: 'loginFailed', stage, sqlstate: e?.sqlstate ?? null, reason });
   }
 

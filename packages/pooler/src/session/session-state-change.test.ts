@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodeFrontend } from '@quicpool/wire';
-import { mayChangeSessionState } from './session-state-change.js';
+import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
 
 const q = (query: string) => mayChangeSessionState(0x51, encodeFrontend({ type: 'Query', query }));
 const parse = (name: string, query: string) => mayChangeSessionState(0x50, encodeFrontend({ type: 'Parse', name, query, parameterTypes: [] }));
@@ -22,5 +22,13 @@ describe('mayChangeSessionState', () => {
     expect(parse('s1', 'select 1')).toBe(false);
     expect(parse('', 'select $1')).toBe(false);
     expect(parse('', 'set x.y = 1')).toBe(true);
+  });
+
+  it('names what changes the state (SHOW CLIENTS pinned)', () => {
+    const why = (query: string) => sessionStateChange(0x51, encodeFrontend({ type: 'Query', query }));
+    expect(['SET work_mem = 1', '/* c */ set x.y = 1', 'select 1;\n reset role', 'prepare p as select 1', 'LISTEN ch', "LOAD 'auto_explain'", 'declare c cursor with hold for select 1', 'create temp table t (x int)'].map(why)).toEqual([
+      'SET', 'SET', 'RESET', 'PREPARE', 'LISTEN', 'LOAD', 'DECLARE WITH HOLD', 'CREATE TEMP',
+    ]);
+    expect(["select set_config('a.b', '1', false)", 'select pg_advisory_lock(1)', 'select 1'].map(why)).toEqual(['set_config', 'advisory_lock', null]);
   });
 });

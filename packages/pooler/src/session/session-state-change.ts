@@ -23,17 +23,42 @@ const ANYWHERE = /set_config|advisory_lock|dblink_connect/i;
 /** Queries are examined up to this many bytes (bounded cost for huge literal-laden statements). */
 const SCAN_LIMIT = 64 * 1024;
 
-function check(bytes: Buffer, textStart: number): boolean {
-  const text = bytes.toString('latin1', textStart, Math.min(bytes.length - 1, textStart + SCAN_LIMIT));
-  return STATEMENT_START.test(text) || ANYWHERE.test(text);
+/** What a flagged statement start is called in SHOW CLIENTS `pinned` (its leading keywords). */
+function statementName(match: string): string {
+  const words = match.replace(/^;/, '').replace(/--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\//g, ' ').trim().toUpperCase().split(/\s+/);
+  switch (words[0]) {
+    case 'DECLARE':
+      return 'DECLARE WITH HOLD';
+    case 'CREATE':
+      return 'CREATE TEMP';
+    default:
+      return words[0] ?? '';
+  }
 }
 
-/** For a raw Query ('Q') or Parse ('P') message: may it leave session state behind? */
-export function mayChangeSessionState(type: number, bytes: Buffer): boolean {
+function check(bytes: Buffer, textStart: number): string | null {
+  const text = bytes.toString('latin1', textStart, Math.min(bytes.length - 1, textStart + SCAN_LIMIT));
+  const start = STATEMENT_START.exec(text);
+  if (start !== null) return statementName(start[0]);
+  const call = ANYWHERE.exec(text);
+  return call === null ? null : call[0].toLowerCase();
+}
+
+/**
+ * For a raw Query ('Q') or Parse ('P') message: may it leave session state behind? null when not,
+ * else what does (for operators): the statement ('SET', 'RESET', 'PREPARE', 'LISTEN', 'LOAD',
+ * 'DECLARE WITH HOLD', 'CREATE TEMP') or the function called ('set_config', 'advisory_lock',
+ * 'dblink_connect').
+ */
+export function sessionStateChange(type: number, bytes: Buffer): string | null {
   if (type === MessageType.Query) return check(bytes, 5);
   if (type === MessageType.Parse) {
     const nameEnd = bytes.indexOf(0, 5);
     return check(bytes, nameEnd + 1);
   }
-  return false;
+  return null;
+}
+
+export function mayChangeSessionState(type: number, bytes: Buffer): boolean {
+  return sessionStateChange(type, bytes) !== null;
 }

@@ -6,6 +6,7 @@ import { decodeFrontendMessage, encodeBackend, MessageType, SQLSTATE } from '@qu
 import type { AuthenticationResponseKind, RawMessage, SqlState, StartupMessage, StartupPacket } from '@quicpool/wire';
 import { ClientAuthenticator } from '../auth/client-auth.js';
 import { checkStartupParameters } from './startup-parameters.js';
+import type { ScramKeys } from '../auth/scram.js';
 import type { SessionAction, SessionContext } from './types.js';
 
 /** What the startup piece tells the session it belongs to. */
@@ -15,8 +16,8 @@ export interface StartupOwner {
   /** FATAL error to the client, then close. */
   fail(sqlstate: SqlState, message: string): void;
   close(): void;
-  /** The client is authenticated (its database and user, and the tracked parameters it asked for). */
-  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>): void;
+  /** The client is authenticated (its database and user, the tracked parameters it asked for, SCRAM's keys). */
+  authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>, scramKeys: ScramKeys | undefined): void;
 }
 
 const SSL_NO = Buffer.from('N');
@@ -144,7 +145,7 @@ export class StartupAuth {
         this.auth = null;
         this.owner.send(step.bytes);
         this.owner.emit(AUTHENTICATION_OFF);
-        this.owner.authenticated(this.database, this.user, this.tracked);
+        this.owner.authenticated(this.database, this.user, this.tracked, step.scramKeys);
         return;
       case 'fail':
         if (step.sqlstate === SQLSTATE.INVALID_PASSWORD && (this.ctx.authFailureDelay ?? false)) {

@@ -3,6 +3,7 @@
 import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@quicpool/wire';
 import type { TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
+import type { ScramKeys } from '../auth/scram.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
 
 /** What the session needs to know about the backend it was given. */
@@ -95,8 +96,11 @@ export type SessionAction =
   | { readonly type: 'startTls' }
   /** A CancelRequest arrived (the session then closes). */
   | { readonly type: 'cancel'; readonly processId: number; readonly secretKey: Buffer }
-  /** The client is authenticated: obtain the pool's server parameters and a cancel key. */
-  | { readonly type: 'authenticated'; readonly database: string; readonly user: string }
+  /**
+   * The client is authenticated: obtain the pool's server parameters and a cancel key. After SCRAM,
+   * `scramKeys` let the pool log in to the server for a user without a server password.
+   */
+  | { readonly type: 'authenticated'; readonly database: string; readonly user: string; readonly scramKeys?: ScramKeys }
   | { readonly type: 'requestBackend' }
   /** Forget a pending request (client gone while waiting). */
   | { readonly type: 'withdrawRequest' }
@@ -124,8 +128,12 @@ export interface SessionContext {
   readonly allowInsecurePasswordAuth: boolean;
   readonly ignoreStartupParameters: ReadonlySet<string>;
   lookupUser(name: string): ResolvedUser | undefined;
+  /** Why `name` is not a user, for the operator's log (default: no such user in the config). */
+  describeUnknownUser?(name: string): string;
   /** Transaction pooling: what a statement that leaves session state does (default 'pin'). */
   readonly sessionStatePolicy?: SessionStatePolicy;
+  /** The policy of one database when it has its own (else `sessionStatePolicy`). */
+  sessionStatePolicyFor?(database: string): SessionStatePolicy | undefined;
   /** Transaction pooling: named prepared statements kept per backend (LRU; default 1000). */
   readonly preparedStatementCacheSize?: number;
   /** A failed password login is answered after the driver's 'authFailure' timer (default false: at once). */

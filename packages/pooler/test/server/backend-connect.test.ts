@@ -44,10 +44,14 @@ describe('connectBackend (real Postgres)', () => {
     expect(r.serverVersion).toBeTruthy();
   });
 
-  it('keeps the server SQLSTATE of a refused login', async () => {
+  it("keeps the server SQLSTATE of a refused login, except the pooler's own failed authentication (08004, never the client's 28P01)", async () => {
     const e = await connectBackend(login(tcp, { password: 'wrong' }), realClock).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(BackendLoginError);
-    expect((e as BackendLoginError).fields?.['C']).toBe('28P01');
+    expect((e as BackendLoginError).toEncodedError()).toMatchObject({
+      sqlstate: '08004',
+      message: `pooler could not log in to the server as "${pg.user}": password authentication failed for user "${pg.user}"`,
+    });
+    expect((e as BackendLoginError).fields?.['D']).toBe("The server answered SQLSTATE 28P01 to the pooler's login; the pooler authenticated the client.");
     const d = await connectBackend(login(tcp, { database: 'no_such_db' }), realClock).catch((x: unknown) => x);
     expect((d as BackendLoginError).fields?.['C']).toBe('3D000');
   });
