@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // One vitest run covers every package (vitest 4 reads `test.projects`, not vitest.workspace.ts).
@@ -8,6 +9,10 @@ export default defineConfig({
     projects: ['packages/*', 'packages/transport/vitest.dgram.config.ts', 'apps/*', 'tooling/pg-fixture', 'tooling/release-test', 'tooling/architecture', 'e2e'],
     globalSetup: ['./tooling/pg-fixture/src/global-setup.ts'],
     reporters: process.env.CI ? ['default'] : ['default'],
+    // Most files wait on sockets, Postgres and child processes, not on this process's CPU: two files at
+    // a time even on a 2-core machine (vitest's default there is one). Files share the one Postgres
+    // but never its roles, tables or settings (each creates its own), so they may overlap.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

@@ -15,7 +15,9 @@ import { createFaultRole, dropFaultRole, expectNoLeak, superuser } from './fault
 import type { FaultRole } from './fault-helpers.js';
 import { startUdpFaultRelay, type UdpFaultRelay } from '@quicpool/pg-fixture';
 
-const LOSS_SECONDS = 60;
+// Long enough for thousands of queries and hundreds of lost packets each way; the hours-long
+// version of this is `pnpm bench:soak`.
+const LOSS_SECONDS = 15;
 const STALL_MS = 20_000;
 const WORKERS = 6;
 const POOL_SIZE = 2 * WORKERS;

@@ -39,20 +39,19 @@ describe('slow clients', () => {
   it('cuts off startup packets sent one byte per second after authTimeoutMs with 57014, while others are served', async () => {
     const slow = Array.from({ length: 20 }, () => rawTcp(p.port));
     const trickling = slow.map((s) => trickle(s, trustStartup(), 1000));
-    // Meanwhile a good client logs in and queries at normal speed.
-    const t0 = Date.now();
+    // Meanwhile a good client logs in and queries at normal speed: it is done while every slow
+    // session is still waiting for its cut-off.
     await withClient(p.clientConfig(), async (c) => {
       expect((await c.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
     });
-    expect(Date.now() - t0).toBeLessThan(AUTH_TIMEOUT_MS);
+    expect(slow.filter((s) => s.closed)).toEqual([]);
     const sent = await Promise.all(trickling);
     for (const [i, s] of slow.entries()) {
       expect(s.closed).toBe(true);
       expect(s.messages).toMatchObject([{ type: 'ErrorResponse', fields: { S: 'FATAL', C: '57014' } }]);
-      const lived = s.closedAt - s.opened;
-      expect(lived).toBeGreaterThanOrEqual(AUTH_TIMEOUT_MS - 50);
-      expect(lived).toBeLessThan(AUTH_TIMEOUT_MS + 1500);
-      expect(sent[i]).toBeLessThan(4); // a 40-byte startup packet never got through
+      // Cut off by the timeout, not by the end of the packet: a 40-byte startup packet at one byte
+      // per second never got through (the timeout itself is timed on a manual clock in pooling/timeouts).
+      expect(sent[i]).toBeLessThan(trustStartup().length);
     }
     await eventually(() => p.pooler.stats().clients === 0, 3000, 'slow sessions gone');
   });
@@ -63,9 +62,10 @@ describe('slow clients', () => {
     const { encodeStartupPacket } = await import('@quicpool/wire');
     s.write(encodeStartupPacket({ type: 'StartupMessage', protocolVersion: 3 << 16, parameters: { user: pgInfo.user, database: pgInfo.database } }));
     await s.until((m) => m.some((x) => x.type === 'AuthenticationSASL'));
-    await trickle(s, Buffer.from('p\0\0\0\x36SCRAM-SHA-256\0\0\0\0\x20n,,n=,r=abcdefghijklmnopqrstuvwx'), 400);
+    const response = Buffer.from('p\0\0\0\x36SCRAM-SHA-256\0\0\0\0\x20n,,n=,r=abcdefghijklmnopqrstuvwx');
+    const sent = await trickle(s, response, 400);
     expect(s.errorCodes).toEqual(['57014']);
-    expect(s.closedAt - s.opened).toBeLessThan(AUTH_TIMEOUT_MS + 1500);
+    expect(sent).toBeLessThan(response.length); // cut off before the SASLInitialResponse was complete
   });
 
   it('closes a session idle in a transaction holding the only backend (25P03); the backend is rolled back and serves the next client', async () => {
@@ -76,12 +76,8 @@ describe('slow clients', () => {
     await holder.query('begin');
     await holder.query(`insert into ${TABLE} values (1)`);
     // The holder now sits idle in its transaction; the next client needs the pool's only backend.
-    const t0 = Date.now();
     const count = await withClient(p.clientConfig(), async (c) => (await c.query(`select count(*)::int as n from ${TABLE}`)).rows[0].n as number);
-    const waited = Date.now() - t0;
-    expect(count).toBe(0); // the holder's insert was rolled back, never committed
-    expect(waited).toBeGreaterThanOrEqual(IDLE_TX_TIMEOUT_MS - 100);
-    expect(waited).toBeLessThan(IDLE_TX_TIMEOUT_MS + 3000);
+    expect(count).toBe(0); // served only after the holder's transaction was rolled back, never committed
     const e = await rejection(holder.query('commit'));
     expect([e, ...errors].map((x) => (x as { code?: string }).code)).toContain('25P03');
     await holder.end().catch(() => undefined);
