@@ -24,7 +24,16 @@ const STARTUP_OPTIONS_NOTE =
   'the pooler refuses `options` and untracked parameters such as statement_timeout in the StartupMessage with ' +
   'FATAL 0A000 (issue 18, Build 2: track and apply them as PgBouncer\'s track_extra_parameters); Postgres applies them';
 
+const STARTUP_RESET = 'session state: RESET and DISCARD ALL of a parameter set in the StartupMessage';
+const STARTUP_RESET_NOTE =
+  'RESET (RESET ALL, SET ... TO DEFAULT, DISCARD ALL) of a parameter the client set in its StartupMessage returns to the server\'s ' +
+  'default instead of the startup value: the pooler applies startup values with set_config on a backend it logged in ' +
+  'itself, so they are session values there, not connection defaults (a fix needs backends logged in with the ' +
+  'client\'s parameters, or the pooler answering RESET itself)';
+
 export const knownDifferences: readonly KnownDifference[] = [
+  { script: STARTUP_RESET, mode: 'session', note: STARTUP_RESET_NOTE },
+  { script: STARTUP_RESET, mode: 'transaction', note: STARTUP_RESET_NOTE },
   { script: STARTUP_OPTIONS, mode: 'session', note: STARTUP_OPTIONS_NOTE },
   { script: STARTUP_OPTIONS, mode: 'transaction', note: STARTUP_OPTIONS_NOTE },
 ];

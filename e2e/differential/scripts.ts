@@ -472,4 +472,38 @@ export const scripts: readonly Script[] = [
       await s.query('reset work_mem; show work_mem');
     },
   },
+  {
+    name: 'session state: SET inside a transaction that rolls back (tracked and untracked)',
+    modes: BOTH,
+    async run(ctx) {
+      const s = await ctx.connect('a', { application_name: 'before' });
+      await s.query("begin; set application_name = 'inside'; set work_mem = '9MB'");
+      await s.query('rollback');
+      await s.query('show application_name; show work_mem');
+      await s.query("set timezone = 'Asia/Tokyo'");
+      await s.query('show timezone; show application_name');
+    },
+  },
+  {
+    name: 'session state: RESET and DISCARD ALL of a parameter set in the StartupMessage',
+    modes: BOTH,
+    async run(ctx) {
+      const s = await ctx.connect('a', { application_name: 'from-startup' });
+      await s.query("set application_name = 'later'");
+      await s.query('reset application_name');
+      await s.query('show application_name');
+      await s.query("set application_name = 'later'");
+      await s.query('discard all');
+      await s.query('show application_name');
+    },
+  },
+  {
+    name: 'large messages: a 300 kB row, and a 300 kB query',
+    modes: BOTH,
+    async run(ctx) {
+      const s = await ctx.connect('a');
+      await s.query("select length(r), md5(r), r from (select repeat('quicpool', 37500) as r) x");
+      await s.query(`select length('${'q'.repeat(300_000)}') as n`);
+    },
+  },
 ];

@@ -4,6 +4,7 @@
 // a client acts on (SQLSTATE and severity, tags, rows, transaction status), and the close. Only
 // the documented differences are left out of a token (see differences.ts): BackendKeyData values
 // and the process id of a NotificationResponse.
+import { createHash } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { BackendDecoder, encodeFrontend, PROTOCOL_3_0 } from '@quicpool/wire';
 import type { BackendMessage, FrontendMessage } from '@quicpool/wire';
@@ -11,7 +12,12 @@ import type { BackendMessage, FrontendMessage } from '@quicpool/wire';
 /** How long any one wait of a script may take before the script fails (it never passes by waiting). */
 const WAIT_LIMIT_MS = 10_000;
 
-const text = (b: Buffer | null): string => (b === null ? 'NULL' : b.toString('utf8'));
+/** A value as text; long ones (large rows) by their length and digest, to keep diffs readable. */
+const text = (b: Buffer | null): string => {
+  if (b === null) return 'NULL';
+  if (b.length <= 200) return b.toString('utf8');
+  return `<${b.length} bytes, sha256 ${createHash('sha256').update(b).digest('hex').slice(0, 16)}>`;
+};
 
 /** The token of one server message. `maskRows`: DataRow values vary (a process id) and are not compared. */
 export function token(m: BackendMessage, maskRows: boolean): string {
@@ -158,7 +164,7 @@ export class WireSession {
     const deadline = Date.now() + WAIT_LIMIT_MS;
     while (!done() && !this.closed) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`${this.label}: no ${what} within ${WAIT_LIMIT_MS} ms; received ${JSON.stringify(this.tokens)}`);
+      if (left <= 0) throw new Error(`${this.label}: no ${what} within ${WAIT_LIMIT_MS} ms; received ${JSON.stringify(this.tokens.map((t) => (t.length > 300 ? `${t.slice(0, 300)}...` : t)))}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.wake.push(() => {

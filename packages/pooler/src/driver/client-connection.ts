@@ -248,7 +248,9 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         if (this.pool === null) return;
         this.pool.acquire(this);
         // Only a real wait with much queued pauses the client (see WAITING_PAUSE_BYTES; onData checks again).
-        if (this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
+        // A backend handed over at once is already here (its attach event is queued behind this
+        // action, so the phase still says 'waiting'): pausing now would never be undone.
+        if (this.backend === null && this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
         return;
       case 'withdrawRequest':
         this.pool?.withdraw(this);
