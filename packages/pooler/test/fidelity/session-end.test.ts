@@ -2,7 +2,8 @@
 // connection to Postgres. A terminated server process (pg_terminate_backend) reports its FATAL
 // 57P01 once (no second error of the pooler's after it: node-postgres would turn it into a second
 // 'error' event, which crashes a program that registered `once('error')`); a client that ends
-// at once (Terminate before any StartupMessage) is closed in silence.
+// at once (Terminate before any StartupMessage) is closed in silence. And a client whose large
+// query got a backend at once stays readable (found by the differential test, e2e/differential).
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,3 +120,22 @@ describe('the end of a session, as node-postgres sees it', () => {
     await eventually(() => p.pooler.stats().clients === 0);
   });
 });
+
+describe('a large query in transaction mode', () => {
+  it('a query of 64 KiB or more that gets an idle backend at once leaves its client readable', async () => {
+    const tx = await startPooler({ pool: { poolSize: 1, poolMode: 'transaction' } });
+    const c = new pg.Client({ ...login, port: tx.port });
+    try {
+      await c.connect();
+      await c.query('select 1'); // the pool's backend exists and is idle now
+      const big = 'q'.repeat(100_000);
+      expect((await c.query<{ n: number }>(`select length('${big}') as n`)).rows[0]!.n).toBe(100_000);
+      // The pooler paused reading this client for good here: the next query never left.
+      expect((await c.query<{ x: number }>('select 2 as x')).rows[0]!.x).toBe(2);
+    } finally {
+      await c.end();
+      await tx.close();
+    }
+  });
+});
+
