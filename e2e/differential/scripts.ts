@@ -345,7 +345,8 @@ export const scripts: readonly Script[] = [
     modes: BOTH,
     async run(ctx) {
       const s = await ctx.connect('a');
-      s.send({ type: 'Query', query: `insert into ${TABLE.unique} values (100) on conflict do nothing` }, { type: 'Terminate' });
+      await s.query('begin'); // the backend is the client's now, in transaction mode too
+      s.send({ type: 'Query', query: `insert into ${TABLE.unique} values (100) on conflict do nothing` }, { type: 'Query', query: 'commit' }, { type: 'Terminate' });
       s.hangUp();
       await s.closing();
       const check = await ctx.connect('check');
@@ -358,7 +359,8 @@ export const scripts: readonly Script[] = [
     modes: BOTH,
     async run(ctx) {
       const s = await ctx.connect('a');
-      s.send({ type: 'Query', query: 'select pg_sleep(0.05), 1 as one' });
+      await s.query('begin'); // the backend is the client's now, in transaction mode too
+      s.send({ type: 'Query', query: 'select pg_sleep(0.05), 1 as one' }, { type: 'Query', query: 'commit' });
       s.hangUp();
       await s.closing();
     },

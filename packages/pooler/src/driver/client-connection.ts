@@ -141,11 +141,11 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
 
   /**
    * The client ended its side (it may still read). Postgres reads that end as it reads a
-   * Terminate: after answering everything the client sent before it. So does a logged-in session.
+   * Terminate: after answering everything the client sent before it. So does a session whose
+   * backend is attached; otherwise the end is the end.
    */
   private readonly onEnd = (): void => {
-    const phase = this.session.phase;
-    if (phase === 'attached' || phase === 'waiting') this.dispatch({ type: 'clientMessage', message: TERMINATE });
+    if (this.session.phase === 'attached') this.dispatch({ type: 'clientMessage', message: TERMINATE });
     else this.onGone();
   };
 

@@ -250,18 +250,15 @@ export class ClientSession implements StartupOwner {
     }
   }
 
-  /** Terminate: the end, once what the client sent before it has been answered (see closeWhenAnswered). */
+  /**
+   * Terminate: the end, once what the client sent before it has been answered (see
+   * closeWhenAnswered). Requests still waiting for a backend reached no server: they are dropped
+   * with the session (a client that gave up while queued must not cost a backend later).
+   */
   private terminate(): void {
-    if (this.phase === 'attached' && this.tx.awaitingAnswers) {
-      this.closeWhenAnswered = true;
-      this.emit(END_BACKEND);
-      return;
-    }
-    if (this.phase === 'waiting' && this.pending.length > 0) {
-      this.closeWhenAnswered = true; // the backend gets them, then the end (onAttached)
-      return;
-    }
-    this.close();
+    if (this.phase !== 'attached' || !this.tx.awaitingAnswers) return this.close();
+    this.closeWhenAnswered = true;
+    this.emit(END_BACKEND);
   }
 
   private hold(bytes: Buffer): void {
@@ -331,7 +328,6 @@ export class ClientSession implements StartupOwner {
     }
     pending.length = 0;
     this.spare = pending;
-    if (this.closeWhenAnswered) this.emit(END_BACKEND);
   }
 
   // --- backend messages ------------------------------------------------------------------------
