@@ -2,6 +2,7 @@
 // Promise<socket>`: it attaches its listeners, writes the StartupMessage at once (no 'connect'
 // wait when `socket` is given), and on end() writes Terminate only if `socket.readyState ===
 // 'open'` - a net.Socket property a Duplex lacks, so the stream gets one.
+import { endWithPeer } from '@quicpool/transport';
 import type { QuicSessionStream } from '@quicpool/transport';
 import type { SessionSource } from './session-manager.js';
 
@@ -19,6 +20,7 @@ export function postgresSocket(sessions: SessionSource): PostgresSocketFactory {
         return this.readable ? 'readOnly' : 'closed';
       },
     });
-    return stream;
+    // postgres.js, as pg, learns of the server's end from 'close' (see endWithPeer).
+    return endWithPeer(stream);
   };
 }

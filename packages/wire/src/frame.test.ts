@@ -143,6 +143,20 @@ describe('startup mode', () => {
     expect(() => small.next()).toThrow(/invalid startup packet length/);
   });
 
+  it('a Terminate instead of a startup packet is framed as Terminate (a client that ends at once)', () => {
+    const d = new FrontendDecoder();
+    d.push(encodeFrontend({ type: 'Terminate' }));
+    expect(d.nextRaw()).toEqual({ type: 0x58, bytes: encodeFrontend({ type: 'Terminate' }) });
+    const split = new FrontendDecoder();
+    split.push(Buffer.from([0x58, 0, 0]));
+    expect(split.nextRaw()).toBeUndefined();
+    split.push(Buffer.from([0, 4]));
+    expect(split.nextRaw()?.type).toBe(0x58);
+    const bad = new FrontendDecoder();
+    bad.push(Buffer.from([0x58, 0, 0, 0, 1]));
+    expect(() => bad.nextRaw()).toThrow(/invalid length 1 for message type 'X'/);
+  });
+
   it('unsupported protocol versions fail, 3.x of any minor passes', () => {
     const b = Buffer.alloc(9);
     b.writeInt32BE(9, 0);

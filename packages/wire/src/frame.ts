@@ -1,3 +1,4 @@
+import { MessageType } from './common.js';
 import { ProtocolError } from './errors.js';
 import { view } from './reader.js';
 import {
@@ -193,6 +194,13 @@ export class Framer {
       }
     } else if (this.mode === Mode.Closed) {
       this.fail('data after CancelRequest', this.bufOffset + pos);
+    } else if (buf[pos] === MessageType.Terminate && this.limits[MessageType.Terminate] !== 0) {
+      // A client that ends before its startup packet (node-postgres's end() right after
+      // connect()) sends Terminate. No startup packet starts with a nonzero byte (see
+      // maxStartup), so it is framed as the typed message it is; its owner closes in silence,
+      // as Postgres does, instead of reporting a startup length of 1476395008.
+      this.mode = Mode.Typed;
+      return this.advance();
     }
     // Incomplete: gather it. Startup packets always take this path (cold).
     this.pend = [];

@@ -127,6 +127,16 @@ export class Backend {
     this.stream.once('finish', () => this.stream.destroy());
   }
 
+  /**
+   * Terminate, then the end of input, after everything forwarded: the server answers what came
+   * before, then closes (its client ended with requests unanswered). The pool hears via onClosed.
+   */
+  finish(): void {
+    if (this.stream.destroyed) return;
+    this.writer.flush();
+    this.stream.end(TERMINATE);
+  }
+
   /** Drops the connection at once (the pool already forgot it). */
   destroy(): void {
     this.stream.destroy();

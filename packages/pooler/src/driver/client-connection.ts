@@ -3,7 +3,7 @@
 // and the clock. It keeps I/O handles only (the stream and its writer, the attached backend, the
 // pool, timers, read pauses) plus the traffic counted for the pool; every decision and every fact
 // about the session comes from the machine.
-import { decodeStartupPacket, FrontendDecoder, ProtocolError, SQLSTATE } from '@quicpool/wire';
+import { decodeStartupPacket, encodeFrontend, FrontendDecoder, MessageType, ProtocolError, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
 import { upgradeToTls } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
@@ -34,6 +34,8 @@ const HOLD_MESSAGES = PAUSED_TLS | PAUSED_LOOKUP;
 const WAITING_PAUSE_BYTES = 64 * 1024;
 /** A client that does not read after we ended its stream is cut off after this long. */
 const CLOSE_LINGER_MS = 5_000;
+/** What the end of a client's stream means once it is logged in (see `onEnd`). */
+const TERMINATE: RawMessage = { type: MessageType.Terminate, bytes: encodeFrontend({ type: 'Terminate' }) };
 
 export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   readonly session: ClientSession;
@@ -128,19 +130,29 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
 
   private bind(stream: SessionStream): void {
     stream.on('data', this.onData);
-    stream.on('end', this.onGone);
+    stream.on('end', this.onEnd);
     stream.on('error', this.onGone);
     stream.on('close', this.onGone);
   }
 
   private unbind(stream: SessionStream): void {
     stream.off('data', this.onData);
-    stream.off('end', this.onGone);
+    stream.off('end', this.onEnd);
     stream.off('error', this.onGone);
     stream.off('close', this.onGone);
   }
 
   private readonly onGone = (): void => this.dispatch({ type: 'clientClosed' });
+
+  /**
+   * The client ended its side (it may still read). Postgres reads that end as it reads a
+   * Terminate: after answering everything the client sent before it. So does a session whose
+   * backend is attached; otherwise the end is the end.
+   */
+  private readonly onEnd = (): void => {
+    if (this.session.phase === 'attached') this.dispatch({ type: 'clientMessage', message: TERMINATE });
+    else this.onGone();
+  };
 
   private readonly onData = (chunk: Buffer): void => {
     this.receivedBytes += chunk.length;
@@ -237,6 +249,9 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         }
         return;
       }
+      case 'endBackend':
+        this.backend?.finish();
+        return;
       case 'startTls':
         return this.startTls();
       case 'cancel': {
@@ -258,7 +273,9 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         if (this.pool === null) return;
         this.pool.acquire(this);
         // Only a real wait with much queued pauses the client (see WAITING_PAUSE_BYTES; onData checks again).
-        if (this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
+        // A backend handed over at once is already here (its attach event is queued behind this
+        // action, so the phase still says 'waiting'): pausing now would never be undone.
+        if (this.backend === null && this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
         return;
       case 'withdrawRequest':
         this.pool?.withdraw(this);

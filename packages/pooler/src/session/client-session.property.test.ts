@@ -101,6 +101,10 @@ describe('ClientSession invariants', () => {
         };
         for (const step of seq) feed(event(step));
         feed({ type: 'clientClosed' });
+        // After a Terminate, requests still unanswered are answered first (as Postgres does): the
+        // session ends when its backend answers, is lost, or cannot be had.
+        if (!closed && attached) feed(event('lost'));
+        if (!closed && requested) feed(event('unavailable'));
         expect(closed).toBe(true);
         expect(attached).toBe(false);
         expect(requested).toBe(false);

@@ -35,6 +35,7 @@ const REQUEST_BACKEND: SessionAction = { type: 'requestBackend' };
 const WITHDRAW_REQUEST: SessionAction = { type: 'withdrawRequest' };
 const LOGGED_IN: SessionAction = { type: 'loggedIn' };
 const CLOSE: SessionAction = { type: 'close' };
+const END_BACKEND: SessionAction = { type: 'endBackend' };
 const READY_IDLE = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
 
 export class ClientSession implements StartupOwner {
@@ -53,6 +54,13 @@ export class ClientSession implements StartupOwner {
   /** The backend sent a FATAL (or PANIC) error, which the client got: its end needs no error of ours. */
   private backendEnding = false;
   private closeAfterRelease = false;
+  /**
+   * The client ended (Terminate, or the end of its stream) with requests still unanswered. As
+   * Postgres, which reads the end only after answering what came before it (or skipping it, after
+   * an extended-protocol error), the backend gets the Terminate and the end of its input too: its
+   * answers still go to the client, and its close ends the session.
+   */
+  private closeWhenAnswered = false;
   /** Transaction pooling only: named prepared statements carried across backends. */
   private readonly router: StatementRouter | null;
   /** The client left session state on its backend (policy 'pin'): what did (e.g. 'SET'); it keeps the backend until it goes. */
@@ -152,8 +160,9 @@ export class ClientSession implements StartupOwner {
         if (this.backend === null) return;
         this.backend = null;
         // After the server's own FATAL (pg_terminate_backend, shutdown), a second error would be
-        // noise that clients may even report instead of the server's.
-        if (this.backendEnding) return this.close();
+        // noise that clients may even report instead of the server's. After the client's own end,
+        // the backend's close is the expected end.
+        if (this.backendEnding || this.closeWhenAnswered) return this.close();
         return this.fail(SQLSTATE.CONNECTION_FAILURE, `server connection lost: ${e.reason}`);
       case 'backendUnavailable':
         if (this.phase !== 'waiting' && this.phase !== 'connecting') return;
@@ -167,6 +176,8 @@ export class ClientSession implements StartupOwner {
       case 'clientClosed':
         // A guesser that hangs up early still holds its admission until the failure delay ends.
         if (this.startup.holdingFailure) return;
+        // Its end after a Terminate: the answers still owed go out first (they may still be read).
+        if (this.closeWhenAnswered) return;
         return this.close();
       case 'shutdown':
         if (e.graceful && this.phase === 'attached' && (this.tx.running || this.tx.status !== 'I')) {
@@ -222,7 +233,8 @@ export class ClientSession implements StartupOwner {
     const type = m.type;
     if (this.phase === 'authenticating') return this.startup.authResponse(m);
     if (type === MessageType.AuthenticationResponse) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'unexpected authentication response');
-    if (type === MessageType.Terminate) return this.close();
+    if (this.closeWhenAnswered) return; // nothing follows a Terminate
+    if (type === MessageType.Terminate) return this.terminate();
     switch (this.phase) {
       case 'attached':
         return this.forward(type, m.bytes);
@@ -243,6 +255,17 @@ export class ClientSession implements StartupOwner {
         throw new Error(`unhandled phase ${String(never)}`);
       }
     }
+  }
+
+  /**
+   * Terminate: the end, once what the client sent before it has been answered (see
+   * closeWhenAnswered). Requests still waiting for a backend reached no server: they are dropped
+   * with the session (a client that gave up while queued must not cost a backend later).
+   */
+  private terminate(): void {
+    if (this.phase !== 'attached' || !this.tx.awaitingAnswers) return this.close();
+    this.closeWhenAnswered = true;
+    this.emit(END_BACKEND);
   }
 
   private hold(bytes: Buffer): void {
@@ -333,6 +356,7 @@ export class ClientSession implements StartupOwner {
       const outcome = this.tx.ready(bytes);
       if (outcome === 'malformed') return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'malformed ReadyForQuery from server');
       this.send(bytes);
+      if (this.closeWhenAnswered) return; // the backend closes next
       if (outcome === 'settled') {
         const idle = this.tx.status === 'I';
         if (idle && ((this.ctx.poolMode === 'transaction' && this.pinnedBy === null) || this.closeAfterRelease)) this.release();

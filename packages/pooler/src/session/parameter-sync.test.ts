@@ -39,7 +39,7 @@ describe('ParameterSync', () => {
     p.greeting(SERVER, KEY);
     // A backend another client left with TimeZone changed and no application_name.
     const b = backend(new Map([...SERVER, ['TimeZone', 'Europe/Paris']]));
-    expect(setQuery(p.applyTo(b))).toBe(`SET "application_name" TO $q$app$q$;SET "TimeZone" TO $q$UTC$q$;`);
+    expect(setQuery(p.applyTo(b))).toBe(`SELECT pg_catalog.set_config($q$application_name$q$, $q$app$q$, false), pg_catalog.set_config($q$TimeZone$q$, $q$UTC$q$, false)`);
     const same = backend(new Map([...SERVER, ['application_name', 'app']]));
     expect(p.applyTo(same)).toBeNull();
     expect(p.applyTo(same)).toBeNull(); // again: answered from the backend's memo
@@ -51,7 +51,7 @@ describe('ParameterSync', () => {
     p.observe(encodeBackend({ type: 'ParameterStatus', name: 'search_path', value: 'app, public' }));
     p.observe(encodeBackend({ type: 'ParameterStatus', name: 'server_version', value: '99' })); // not tracked
     expect(p.searchPath).toBe('app, public');
-    expect(setQuery(p.applyTo(backend(new Map(SERVER))))).toBe(`SET "search_path" TO $q$app, public$q$;`);
+    expect(setQuery(p.applyTo(backend(new Map(SERVER))))).toBe(`SELECT pg_catalog.set_config($q$search_path$q$, $q$app, public$q$, false)`);
   });
 
   it("a backend's memo is dropped when its parameters change (parametersVersion)", () => {
@@ -62,6 +62,6 @@ describe('ParameterSync', () => {
     expect(p.applyTo(b)).toBeNull();
     parameters.set('TimeZone', 'Asia/Tokyo');
     b.parametersVersion = 1;
-    expect(setQuery(p.applyTo(b))).toBe(`SET "TimeZone" TO $q$UTC$q$;`);
+    expect(setQuery(p.applyTo(b))).toBe(`SELECT pg_catalog.set_config($q$TimeZone$q$, $q$UTC$q$, false)`);
   });
 });

@@ -62,13 +62,20 @@ export function checkStartupParameters(parameters: Readonly<Record<string, strin
   return { ok: true, user, database, tracked };
 }
 
-/** `SET name TO 'value'` statements for one simple Query; values dollar-quoted (no escaping rules). */
+/**
+ * One statement that sets each parameter to its value as a StartupMessage would: `set_config`
+ * parses the value as the parameter's own text form, so a list such as search_path `a, b` stays
+ * two schemas (`SET search_path TO 'a, b'` would make it one schema named "a, b"). Names and
+ * values are dollar-quoted (no escaping rules).
+ */
 export function setStatements(changes: ReadonlyMap<string, string>): string {
-  let sql = '';
-  for (const [name, value] of changes) {
-    let tag = '$q$';
-    for (let i = 0; value.includes(tag); i++) tag = `$q${i}$`;
-    sql += `SET "${name}" TO ${tag}${value}${tag};`;
-  }
-  return sql;
+  const calls: string[] = [];
+  for (const [name, value] of changes) calls.push(`pg_catalog.set_config(${dollarQuoted(name)}, ${dollarQuoted(value)}, false)`);
+  return `SELECT ${calls.join(', ')}`;
+}
+
+function dollarQuoted(text: string): string {
+  let tag = '$q$';
+  for (let i = 0; text.includes(tag); i++) tag = `$q${i}$`;
+  return `${tag}${text}${tag}`;
 }

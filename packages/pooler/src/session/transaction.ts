@@ -55,6 +55,11 @@ export class TransactionTracker {
     return this.awaitingReady > 0 || this.unsynced;
   }
 
+  /** Requests forwarded are still owed a ReadyForQuery. */
+  get awaitingAnswers(): boolean {
+    return this.awaitingReady > 0;
+  }
+
   /** A client message of `type` goes to the backend. */
   forwarded(type: number): void {
     if (type === MessageType.Query || type === MessageType.Sync || type === MessageType.FunctionCall) {

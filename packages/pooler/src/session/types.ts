@@ -92,6 +92,8 @@ export type SessionAction =
    */
   | { readonly type: 'loginFailed'; readonly stage: LoginStage; readonly sqlstate: string | null; readonly reason: string }
   | { readonly type: 'sendToBackend'; readonly bytes: Buffer }
+  /** The client ended with requests unanswered: Terminate and end the backend's input; it answers, then closes. */
+  | { readonly type: 'endBackend' }
   /** 'S' was sent: run the TLS handshake on the client stream; the next packet is a StartupMessage. */
   | { readonly type: 'startTls' }
   /** A CancelRequest arrived (the session then closes). */
