@@ -6,6 +6,7 @@
 // goes back, the session-state policy, and what the client sees when something fails.
 import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
+import { IdleAnswers } from '../prepared/idle-answers.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
 import { ParameterSync } from './parameter-sync.js';
@@ -54,6 +55,8 @@ export class ClientSession implements StartupOwner {
   private closeAfterRelease = false;
   /** Transaction pooling only: named prepared statements carried across backends. */
   private readonly router: StatementRouter | null;
+  /** Transaction pooling: prepares of statements the pool knows, answered while no backend is attached. */
+  private readonly idleAnswers: IdleAnswers | null;
   /** The client left session state on its backend (policy 'pin'): it keeps it until it goes. */
   private pinned = false;
   private readonly policy: SessionStatePolicy;
@@ -75,6 +78,7 @@ export class ClientSession implements StartupOwner {
             readyDropped: () => this.tx.readyDropped(),
           })
         : null;
+    this.idleAnswers = this.router === null ? null : new IdleAnswers(this.router, (bytes) => this.send(bytes));
   }
 
   get database(): string {
@@ -129,6 +133,7 @@ export class ClientSession implements StartupOwner {
         return this.onClientMessage(e.message);
       case 'serverParameters': {
         if (this.phase !== 'connecting') return;
+        if (this.router !== null && e.prepared !== undefined) this.router.registry = e.prepared;
         for (const bytes of this.parameters.greeting(e.parameters, e.cancelKey)) this.send(bytes);
         this.send(READY_IDLE);
         this.phase = 'idle';
@@ -220,9 +225,7 @@ export class ClientSession implements StartupOwner {
       case 'attached':
         return this.forward(type, m.bytes);
       case 'idle':
-        this.hold(m.bytes);
-        this.emit(CLIENT_IDLE_OFF);
-        return this.requestBackend();
+        return this.onIdleMessage(type, m.bytes);
       case 'connecting':
       case 'waiting':
         this.hold(m.bytes);
@@ -236,6 +239,30 @@ export class ClientSession implements StartupOwner {
         throw new Error(`unhandled phase ${String(never)}`);
       }
     }
+  }
+
+  /** A client message with no backend attached: answered by the pooler if it can, else a backend is requested. */
+  private onIdleMessage(type: number, bytes: Buffer): void {
+    this.emit(CLIENT_IDLE_OFF);
+    if (this.idleAnswers !== null) {
+      const offer = this.idleAnswers.offer(type, bytes, this.parameters.searchPath, this.tx.status);
+      switch (offer) {
+        case 'taken':
+          return;
+        case 'answered':
+          this.emit(CLIENT_IDLE_ON);
+          return;
+        case 'refused':
+          for (const earlier of this.idleAnswers.giveBack()) this.hold(earlier);
+          break;
+        default: {
+          const never: never = offer;
+          throw new Error(`unhandled offer ${String(never)}`);
+        }
+      }
+    }
+    this.hold(bytes);
+    return this.requestBackend();
   }
 
   private hold(bytes: Buffer): void {

@@ -4,6 +4,7 @@ import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@qu
 import type { TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
+import type { PreparedRegistry } from '../prepared/registry.js';
 
 /** What the session needs to know about the backend it was given. */
 export interface AttachedBackend {
@@ -35,8 +36,11 @@ export type SessionEvent =
   | { readonly type: 'startupPacket'; readonly packet: StartupPacket }
   /** A typed frontend message, raw (header included). */
   | { readonly type: 'clientMessage'; readonly message: RawMessage }
-  /** The pool's cached server parameters, and the key this session gets; ends startup. */
-  | { readonly type: 'serverParameters'; readonly parameters: ReadonlyMap<string, string>; readonly cancelKey: CancelKey }
+  /**
+   * The pool's cached server parameters, and the key this session gets; ends startup. `prepared`:
+   * the statements the pool knows (transaction pooling answers their Parse without a backend).
+   */
+  | { readonly type: 'serverParameters'; readonly parameters: ReadonlyMap<string, string>; readonly cancelKey: CancelKey; readonly prepared?: PreparedRegistry }
   | { readonly type: 'backendAttached'; readonly backend: AttachedBackend }
   /** A message from the attached backend, raw. */
   | { readonly type: 'backendMessage'; readonly message: RawMessage }
