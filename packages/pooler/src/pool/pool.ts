@@ -270,7 +270,12 @@ export class Pool {
     b.resetFailed = false;
     // Separate Query messages: DISCARD ALL cannot run inside the implicit transaction of a multi-statement query.
     if (rollback) b.writeNow(encodeQuery('ROLLBACK'));
-    if (reset) b.writeNow(encodeQuery(this.settings.serverResetQuery));
+    if (reset) {
+      b.writeNow(encodeQuery(this.settings.serverResetQuery));
+      // What the reset query left of the parameters the server does not report is not known.
+      b.unreported.known = false;
+      b.trackedMatch.version = -1;
+    }
   }
 
   /** The holder of `b` is done with it: count the transaction (and tell whoever listens). */

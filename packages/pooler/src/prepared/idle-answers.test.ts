@@ -14,7 +14,7 @@ const TEXT = 'select $1::int + 1 as n';
 const PARAMETERS: BackendMessage = { type: 'ParameterDescription', parameterTypes: [23] };
 const ROWS: BackendMessage = {
   type: 'RowDescription',
-  fields: [{ name: 'n', tableOid: 0, columnAttribute: 0, dataTypeOid: 23, dataTypeSize: 4, typeModifier: -1, format: 0 }],
+  fields: [{ name: 'n', tableOid: 0, columnAttributeNumber: 0, dataTypeOid: 23, dataTypeSize: 4, typeModifier: -1, format: 0 }],
 };
 
 function started(registry: PreparedRegistry): ClientSession {

@@ -156,7 +156,7 @@ describe('ClientSession transaction pooling', () => {
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select 1' }) });
     const a = noTimers(s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } }));
     expect(a).toHaveLength(2);
-    expect((a[0] as { bytes: Buffer }).bytes.toString()).toContain(`SET "application_name" TO $q$app$q$;`);
+    expect((a[0] as { bytes: Buffer }).bytes.toString()).toContain(`SELECT set_config('application_name', $q$app$q$, false);`);
     expect(noTimers(s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'I' }) }))).toEqual([]);
   });
 

@@ -18,6 +18,13 @@ export interface AttachedBackend {
    * the same signature then needs no comparison (absent: always compare).
    */
   readonly trackedMatch?: { signature: string; version: number };
+  /**
+   * Scratch space the session keeps on the backend: the values the pooler SET there of tracked
+   * parameters the server does not report (statement_timeout ..., search_path before 18).
+   * `known` is false after the pool reset the backend: each of them is then SET or RESET at the
+   * next attach. Absent: such parameters are SET at every attach.
+   */
+  readonly unreported?: { readonly values: Map<string, string>; known: boolean };
 }
 
 /** An ErrorResponse ready to send, with what it says (so nobody decodes it again). */
@@ -82,6 +89,12 @@ export type LoginStage =
 export interface Refusal {
   readonly sqlstate: SqlState;
   readonly message: string;
+  /**
+   * Given only once the client has authenticated, after the auth-failure delay, like a failed
+   * password (a user who may not open an admin console): refusing before would tell anyone which
+   * names are admin users. The session holds its admission meanwhile.
+   */
+  readonly afterAuthentication?: boolean;
 }
 
 export type SessionAction =
@@ -127,6 +140,8 @@ export interface SessionContext {
   readonly poolMode: PoolMode;
   readonly allowInsecurePasswordAuth: boolean;
   readonly ignoreStartupParameters: ReadonlySet<string>;
+  /** What a refusal of a startup parameter calls that list (a config key; default `ignoreStartupParameters`). */
+  readonly ignoreStartupParametersKey?: string;
   lookupUser(name: string): ResolvedUser | undefined;
   /** Transaction pooling: what a statement that leaves session state does (default 'pin'). */
   readonly sessionStatePolicy?: SessionStatePolicy;
