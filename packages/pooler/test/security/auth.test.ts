@@ -34,8 +34,8 @@ interface FailedLogin {
 }
 
 /** Starts a pg login that must fail; `result` is filled in when it has. */
-function failedLogin(pooler: TestPooler, user: string, password: string): FailedLogin {
-  const c = new pg.Client(pooler.clientConfig({ user, password }));
+function failedLogin(pooler: TestPooler, user: string, password: string, database = pgInfo.database): FailedLogin {
+  const c = new pg.Client(pooler.clientConfig({ user, password, database }));
   c.on('error', () => undefined);
   const login: FailedLogin = {
     result: null,
@@ -141,19 +141,7 @@ describe('password guessing', () => {
 });
 
 describe('the admin console', () => {
-  const consoleLogin = (user: string, password: string): FailedLogin => {
-    const c = new pg.Client(p.clientConfig({ user, password, database: 'console' }));
-    c.on('error', () => undefined);
-    const login: FailedLogin = {
-      result: null,
-      done: rejection(c.connect()).then(async (e) => {
-        await c.end().catch(() => undefined);
-        login.result = { code: e.code, message: e.message };
-        return login.result;
-      }),
-    };
-    return login;
-  };
+  const consoleLogin = (user: string, password: string): FailedLogin => failedLogin(p, user, password, 'console');
 
   it('authenticates first and refuses a non-admin user after the failure delay: no name is told apart before', async () => {
     const due = clock.now() + DELAY_MS;
