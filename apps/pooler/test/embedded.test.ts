@@ -2,7 +2,7 @@
 // message that says so and leaves a state folder the next start can use (the credentials are
 // written before initdb), and Ctrl-C (SIGINT to the whole process group, as a terminal sends it)
 // drains: the postmaster runs in its own group, so a running query completes and the exit code is 0.
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@quicpool/pg-fixture';
+import { startEmbedded } from '../src/embedded.js';
 import { runCli, startDaemon } from './daemon.js';
 
 let stateDir: string;
@@ -86,4 +87,16 @@ describe('the embedded PostgreSQL', () => {
       await daemon.stop('SIGKILL');
     }
   }, 60_000);
+
+  it('a data folder without its credentials file is refused, naming the folder to delete', async () => {
+    const orphan = await mkdtemp(join(tmpdir(), 'quicpool-orphan-'));
+    try {
+      await chmod(orphan, 0o711);
+      await mkdir(join(orphan, 'pgdata'));
+      await writeFile(join(orphan, 'pgdata', 'PG_VERSION'), '17\n');
+      await expect(startEmbedded(orphan, pgPort)).rejects.toThrow(`Delete ${join(orphan, 'pgdata')} to create a new cluster`);
+    } finally {
+      await rm(orphan, { recursive: true, force: true });
+    }
+  });
 });
