@@ -4,12 +4,12 @@
 // (parameter-sync.ts) and where its requests stand (transaction.ts). What stays here: the
 // phases, client messages held while no backend is attached, when a backend is needed and when it
 // goes back, the session-state policy, and what the client sees when something fails.
-import { decodeBackendMessage, encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
+import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
 import { IdleAnswers } from '../prepared/idle-answers.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
-import { ParameterSync } from './parameter-sync.js';
+import { ParameterSync, refusedParameter, resetsParameters, unreportedUnknown } from './parameter-sync.js';
 import { mayChangeSessionState } from './session-state-change.js';
 import { rejectedStatement } from './session-policy.js';
 import { StartupAuth } from './startup-auth.js';
@@ -341,32 +341,18 @@ export class ClientSession implements StartupOwner {
     if (this.tx.swallows(m.type)) {
       // Answers to the pooler's own SET of the client's parameters. One refused (a startup value
       // the server does not accept) is what Postgres would have refused the login with.
-      if (m.type === MessageType.ErrorResponse) this.refusedParameter(m.bytes);
+      if (m.type === MessageType.ErrorResponse) this.failWith(refusedParameter(m.bytes));
       return;
     }
     if (this.router !== null) this.router.backend(m.type, m.bytes);
     else this.deliver(m.type, m.bytes);
   }
 
-  private parametersUnknown(): void {
-    const b = this.backend;
-    if (b?.unreported !== undefined) b.unreported.known = false;
-    if (b?.trackedMatch !== undefined) b.trackedMatch.version = -1;
-  }
-
-  private refusedParameter(bytes: Buffer): void {
-    const e = decodeBackendMessage(bytes);
-    const fields = e.type === 'ErrorResponse' ? e.fields : {};
-    const sqlstate = fields['C'] ?? SQLSTATE.INVALID_PARAMETER_VALUE;
-    const message = fields['M'] ?? 'invalid startup parameter';
-    this.failWith({ bytes: errorResponse('FATAL', sqlstate, message), sqlstate, message });
-  }
-
   /** A backend message that answers the client. */
   private deliver(type: number, bytes: Buffer): void {
     if (type === MessageType.ErrorResponse && isSessionEndingError(bytes)) this.backendEnding = true;
     // RESET ALL / DISCARD ALL by the client: the backend's unreported parameters are not what the pooler SET.
-    if (type === MessageType.CommandComplete && (bytes[5] === 0x52 || bytes[5] === 0x44) && resetsParameters(bytes)) this.parametersUnknown();
+    if (type === MessageType.CommandComplete && (bytes[5] === 0x52 || bytes[5] === 0x44) && resetsParameters(bytes) && this.backend !== null) unreportedUnknown(this.backend);
     if (type === MessageType.ParameterStatus) {
       this.parameters.observe(bytes);
     } else if (type === MessageType.ReadyForQuery) {
@@ -445,10 +431,4 @@ export class ClientSession implements StartupOwner {
   emit(a: SessionAction): void {
     this.out.push(a);
   }
-}
-
-/** A CommandComplete of RESET (ALL or one parameter) or DISCARD ALL. */
-function resetsParameters(bytes: Buffer): boolean {
-  const tag = bytes.toString('latin1', 5, bytes.length - 1);
-  return tag === 'RESET' || tag === 'DISCARD ALL';
 }

@@ -5,9 +5,9 @@
 // what the pooler SET there (kept on the backend); one a client did not set is RESET, so it never
 // inherits another client's value. A backend remembers the signature of the last values it
 // matched, so attaching it to a client with the same values costs one string comparison.
-import { decodeBackendMessage, encodeBackend, encodeFrontend } from '@quicpool/wire';
+import { decodeBackendMessage, encodeBackend, encodeFrontend, errorResponse, SQLSTATE } from '@quicpool/wire';
 import { canonicalTrackedName, setStatements, TRACKED_PARAMETERS } from './startup-parameters.js';
-import type { AttachedBackend, CancelKey } from './types.js';
+import type { AttachedBackend, CancelKey, EncodedError } from './types.js';
 
 export class ParameterSync {
   private readonly tracked = new Map<string, string>();
@@ -101,4 +101,28 @@ export class ParameterSync {
     }
     return this.trackedSignature;
   }
+}
+
+/** A CommandComplete of RESET (ALL or one parameter) or DISCARD ALL. */
+export function resetsParameters(commandComplete: Buffer): boolean {
+  const tag = commandComplete.toString('latin1', 5, commandComplete.length - 1);
+  return tag === 'RESET' || tag === 'DISCARD ALL';
+}
+
+/** The client reset the backend's settings itself: what the pooler SET there is no longer known. */
+export function unreportedUnknown(b: AttachedBackend): void {
+  if (b.unreported !== undefined) b.unreported.known = false;
+  if (b.trackedMatch !== undefined) b.trackedMatch.version = -1;
+}
+
+/**
+ * The server refused the SET of one of the client's startup values: the FATAL the client gets,
+ * with the server's SQLSTATE and message (Postgres refuses such a login with them).
+ */
+export function refusedParameter(errorResponseBytes: Buffer): EncodedError {
+  const e = decodeBackendMessage(errorResponseBytes);
+  const fields = e.type === 'ErrorResponse' ? e.fields : {};
+  const sqlstate = fields['C'] ?? SQLSTATE.INVALID_PARAMETER_VALUE;
+  const message = fields['M'] ?? 'invalid startup parameter';
+  return { bytes: errorResponse('FATAL', sqlstate, message), sqlstate, message };
 }
