@@ -16,6 +16,8 @@ import { PARSE_COMPLETE, parseName, poolerName, renameParse, statementTarget } f
 
 /** A group longer than this goes to a backend (what is collected here stays bounded). */
 const MAX_GROUP = 64;
+/** What giveBack() returns when nothing was taken (the common case: no array per transaction). */
+const NOTHING: readonly Buffer[] = Object.freeze([]);
 
 const READY: Readonly<Record<TransactionStatus, Buffer>> = {
   I: encodeBackend({ type: 'ReadyForQuery', status: 'I' }),
@@ -59,14 +61,15 @@ export class IdleAnswers {
   }
 
   /** After 'refused': the messages taken so far (in order), for a backend; nothing was answered. */
-  giveBack(): Buffer[] {
+  giveBack(): readonly Buffer[] {
     const g = this.group;
+    if (g.length === 0) return NOTHING;
     this.reset();
     return g;
   }
 
   private reset(): void {
-    this.group = [];
+    if (this.group.length > 0) this.group = [];
     if (this.answers.length > 0) this.answers = [];
     if (this.adopted.length > 0) this.adopted = [];
   }
