@@ -134,6 +134,21 @@ describe('QuicPool (pg.Pool over QUIC session streams)', () => {
     }
   }, 20_000);
 
+  it('ignores sslmode in a connection string and PGSSLMODE (QUIC is always TLS 1.3)', async () => {
+    const url = `postgresql://${encodeURIComponent(pgInfo.user)}:${encodeURIComponent(pgInfo.password)}@db.invalid/${pgInfo.database}?sslmode=require&sslrootcert=/nonexistent/root.crt&application_name=from-url`;
+    const saved = process.env['PGSSLMODE'];
+    process.env['PGSSLMODE'] = 'verify-full';
+    const pool = new QuicPool({ connectionString: url, max: 2, quic: await quicOptions([p.endpoint]) });
+    try {
+      const r = await pool.query('select current_user as u, current_setting($1) as app', ['application_name']);
+      expect(r.rows[0]).toEqual({ u: pgInfo.user, app: 'from-url' });
+    } finally {
+      if (saved === undefined) delete process.env['PGSSLMODE'];
+      else process.env['PGSSLMODE'] = saved;
+      await pool.end();
+    }
+  });
+
   it("keeps one code path for plain TCP: transport 'tcp'", async () => {
     const pool = new QuicPool({ ...scramLogin, transport: 'tcp', host: '127.0.0.1', port: p.tcpPort, max: 2 });
     try {

@@ -19,11 +19,6 @@ export interface KnownDifference {
   readonly note: string;
 }
 
-const STARTUP_OPTIONS = 'startup: options (-c statement_timeout) and statement_timeout as startup parameters';
-const STARTUP_OPTIONS_NOTE =
-  'the pooler refuses `options` and untracked parameters such as statement_timeout in the StartupMessage with ' +
-  'FATAL 0A000 (issue 18, Build 2: track and apply them as PgBouncer\'s track_extra_parameters); Postgres applies them';
-
 const STARTUP_RESET = 'session state: RESET and DISCARD ALL of a parameter set in the StartupMessage';
 const STARTUP_RESET_NOTE =
   'RESET (RESET ALL, SET ... TO DEFAULT, DISCARD ALL) of a parameter the client set in its StartupMessage returns to the server\'s ' +
@@ -34,8 +29,6 @@ const STARTUP_RESET_NOTE =
 export const knownDifferences: readonly KnownDifference[] = [
   { script: STARTUP_RESET, mode: 'session', note: STARTUP_RESET_NOTE },
   { script: STARTUP_RESET, mode: 'transaction', note: STARTUP_RESET_NOTE },
-  { script: STARTUP_OPTIONS, mode: 'session', note: STARTUP_OPTIONS_NOTE },
-  { script: STARTUP_OPTIONS, mode: 'transaction', note: STARTUP_OPTIONS_NOTE },
 ];
 
 export function knownDifference(script: string, mode: PoolMode): KnownDifference | undefined {

@@ -180,6 +180,13 @@ describe('admin console', () => {
     await app.end();
   });
 
+  it('names its config key when it refuses a startup parameter it cannot keep per client', async () => {
+    const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: upstream.password, database: upstream.database, options: '-c work_mem=64MB' });
+    c.on('error', () => undefined);
+    await expect(c.connect()).rejects.toThrow('unsupported startup parameter: work_mem (in options) (the pooler cannot keep it per client; add it to limits.ignore_startup_parameters to have the pooler ignore it)');
+    await c.end().catch(() => undefined);
+  });
+
   it('RELOAD changes pool sizes and users live, without dropping sessions', async () => {
     const admin = await connect('quicpool');
     let a: pg.Client | undefined;
@@ -254,7 +261,8 @@ describe('logs', () => {
     const lines = daemon.output().split('\n').filter((l) => l.startsWith('{'));
     const events = lines.map((l) => JSON.parse(l) as { msg: string; level: number; user?: string; database?: string });
     expect(events).toContainEqual(expect.objectContaining({ msg: 'client logged in', level: 30, user: upstream.user, database: upstream.database }));
-    expect(events).toContainEqual(expect.objectContaining({ msg: 'client refused', user: upstream.md5User, database: 'quicpool' }));
+    // A non-admin user is authenticated first, then refused: a failed login, not a refusal before authentication.
+    expect(events).toContainEqual(expect.objectContaining({ msg: 'client login failed', user: upstream.md5User, database: 'quicpool', sqlstate: '28000' }));
     expect(daemon.output()).not.toContain(upstream.password);
     expect(daemon.output()).not.toContain(upstream.md5Password);
   });

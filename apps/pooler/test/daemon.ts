@@ -22,9 +22,13 @@ process.once('exit', () => {
   for (const c of running) c.kill('SIGKILL');
 });
 
-export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+/**
+ * Starts `quicpool start ARGS`. `detached`: it leads a process group of its own (as a program
+ * started from a terminal does), so a test can signal the whole group as Ctrl-C does.
+ */
+export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { readonly detached?: boolean } = {}): Promise<Daemon> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [cli, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [cli, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: options.detached ?? false });
   running.add(child);
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (running.delete(child), resolve(code))));

@@ -10,6 +10,7 @@ import type { QuicSessionStream } from '@quicpool/transport';
 import type { SessionSource } from './session-manager.js';
 import { pipelineStartup, StartupHints } from './fast-start.js';
 import type { PgConnectionInternals } from './fast-start.js';
+import { withoutTlsParameters } from './ssl-settings.js';
 import { discardStream } from './waiters.js';
 
 export interface QuicClientConfig extends Omit<pg.ClientConfig, 'stream' | 'ssl' | 'host' | 'port'> {
@@ -50,7 +51,9 @@ export class QuicClient extends pg.Client {
     const placeholder = new PendingSocket();
     const { sessions, fastStart, ...rest } = config;
     // pg.Pool hides `password` (non-enumerable) in the options it passes: copy it explicitly.
-    super({ ...rest, password: config.password, stream: () => placeholder });
+    // QUIC is TLS 1.3 already: sslmode in the connection string and PGSSLMODE are ignored (ssl-settings.ts).
+    const connectionString = rest.connectionString === undefined ? {} : { connectionString: withoutTlsParameters(rest.connectionString) };
+    super({ ...rest, ...connectionString, password: config.password, ssl: false, stream: () => placeholder });
     this.sessions = sessions;
     this.placeholder = placeholder;
     this.fastStart = fastStart ?? true;

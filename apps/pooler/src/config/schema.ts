@@ -73,7 +73,7 @@ export const SCHEMA = {
     auth_timeout_ms: k('int', 60_000, true, 'Startup + authentication deadline (ms).'),
     auth_failure_delay_ms: k('int', 500, true, 'A failed password login (wrong password or unknown user) is answered 28P01 only after this delay (ms; 0 = at once); the session keeps its client slot meanwhile.'),
     allow_insecure_password_auth: k('bool', false, true, 'Allow md5/password auth on unencrypted TCP.'),
-    ignore_startup_parameters: k('string[]', ['extra_float_digits'], true, 'Startup parameters accepted and ignored.'),
+    ignore_startup_parameters: k('string[]', ['extra_float_digits'], true, 'Startup parameters accepted and ignored (also names inside `options`). statement_timeout, lock_timeout, idle_in_transaction_session_timeout, default_transaction_isolation, default_transaction_read_only, search_path, application_name and the reported ones (TimeZone, DateStyle ...) are kept per client and applied to every server connection it gets, also from `options` (-c name=value, --name=value); any other parameter is refused (0A000) unless listed here.'),
   },
   auth: {
     users_file: k('string', null, true, 'A separate TOML file with [users.NAME] tables (merged over [users]; keeps secrets out of the main file).'),

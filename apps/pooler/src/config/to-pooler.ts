@@ -71,6 +71,7 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
     authFailureDelayMs: c.get<number>('limits.auth_failure_delay_ms'),
     allowInsecurePasswordAuth: c.get<boolean>('limits.allow_insecure_password_auth'),
     ignoreStartupParameters: c.get<readonly string[]>('limits.ignore_startup_parameters'),
+    ignoreStartupParametersKey: 'limits.ignore_startup_parameters',
   };
   return tls === undefined ? config : { ...config, tls };
 }

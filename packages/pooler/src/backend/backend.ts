@@ -44,6 +44,8 @@ export class Backend {
   parametersVersion = 0;
   /** The session's memo of the last client parameters this backend matched (see AttachedBackend). */
   readonly trackedMatch = { signature: '', version: -1 };
+  /** The session's record of unreported tracked parameters the pooler SET here (see AttachedBackend). */
+  readonly unreported = { values: new Map<string, string>(), known: true };
   readonly createdAt: number;
   /** Wall-clock time it was opened (epoch ms), for display. */
   readonly connectedAtWall = Date.now();

@@ -101,6 +101,11 @@ export interface PoolerConfig {
   readonly tls?: TlsServerOptions;
   /** Startup parameters accepted and ignored (PgBouncer's ignore_startup_parameters). */
   readonly ignoreStartupParameters?: readonly string[];
+  /**
+   * How the refusal of an unsupported startup parameter names that list to the user (default
+   * `ignoreStartupParameters`; the daemon passes its config key, `limits.ignore_startup_parameters`).
+   */
+  readonly ignoreStartupParametersKey?: string;
   /** Largest client message accepted (bytes). Default 64 MiB. */
   readonly maxMessageSize?: number;
   /** Startup and authentication must finish within this (ms), else 57014 (Postgres: authentication_timeout). Default 60 000. */
@@ -134,6 +139,7 @@ export interface ResolvedPoolerConfig {
   readonly allowInsecurePasswordAuth: boolean;
   readonly tls: TlsServerOptions | undefined;
   readonly ignoreStartupParameters: ReadonlySet<string>;
+  readonly ignoreStartupParametersKey: string;
   readonly maxMessageSize: number;
   readonly authTimeoutMs: number;
   readonly authFailureDelayMs: number;
@@ -247,6 +253,7 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     allowInsecurePasswordAuth: c.allowInsecurePasswordAuth ?? false,
     tls: c.tls,
     ignoreStartupParameters: new Set(c.ignoreStartupParameters ?? ['extra_float_digits']),
+    ignoreStartupParametersKey: c.ignoreStartupParametersKey ?? 'ignoreStartupParameters',
     maxMessageSize: count('maxMessageSize', c.maxMessageSize ?? 64 * 1024 * 1024, 1024),
     authTimeoutMs: count('authTimeoutMs', c.authTimeoutMs ?? 60_000, 1),
     authFailureDelayMs: count('authFailureDelayMs', c.authFailureDelayMs ?? 500, 0),

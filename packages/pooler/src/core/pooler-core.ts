@@ -139,11 +139,12 @@ export class PoolerCore {
       allowInsecurePasswordAuth: config.allowInsecurePasswordAuth,
       authFailureDelay: config.authFailureDelayMs > 0,
       ignoreStartupParameters: config.ignoreStartupParameters,
+      ignoreStartupParametersKey: config.ignoreStartupParametersKey,
       lookupUser: (name) => config.users.get(name) ?? (config.authQuery === undefined ? undefined : this.authQuery.cached(name)),
       describeUnknownUser: (name) => (config.authQuery === undefined ? 'no such user in the config' : `not in the config; ${this.authQuery.reason(name)}`),
       admit: (database, user) => {
         const refused = this.admit(database, user);
-        if (refused === undefined) {
+        if (refused === undefined || refused.afterAuthentication === true) {
           onAdmitted(poolKey(database, user));
           this.emit({ type: 'admitted', info: client.info, database, user });
         } else {
@@ -157,10 +158,6 @@ export class PoolerCore {
 
   private admit(database: string, user: string): Refusal | undefined {
     if (!this.accepting) return { sqlstate: SQLSTATE.CANNOT_CONNECT_NOW, message: 'the pooler is shutting down' };
-    const vdb = this.virtualDatabases.get(database);
-    if (vdb !== undefined && !vdb.users.has(user)) {
-      return { sqlstate: SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION, message: `user "${user}" is not an admin user of the "${database}" console` };
-    }
     if (this.admittedTotal >= this.config.maxClientConnections) {
       return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' };
     }
@@ -172,6 +169,11 @@ export class PoolerCore {
     }
     this.admitted.set(key, n + 1);
     this.admittedTotal++;
+    // Authenticated first, refused after: the refusal tells no one but the user itself that it is no admin.
+    const vdb = this.virtualDatabases.get(database);
+    if (vdb !== undefined && !vdb.users.has(user)) {
+      return { sqlstate: SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION, message: `user "${user}" is not an admin user of the "${database}" console`, afterAuthentication: true };
+    }
     return undefined;
   }
 

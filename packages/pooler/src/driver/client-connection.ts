@@ -324,7 +324,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         if (this.ended) return;
         const cancelKey = this.core.registerCancelKey(this, this.session.protocolMinor);
         this.cancelProcessId = cancelKey.processId;
-        this.dispatch({ type: 'serverParameters', parameters, cancelKey });
+        this.dispatch({ type: 'serverParameters', parameters, cancelKey, prepared: pool.prepared });
       },
       (e: unknown) => this.dispatch({ type: 'backendUnavailable', error: e instanceof BackendLoginError ? e.toEncodedError() : fatal(SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, String(e)) }),
     );

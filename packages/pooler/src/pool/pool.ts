@@ -13,6 +13,7 @@ import type { BackendConnection, BackendLogin } from '../backend/connect.js';
 import type { Clock, Timer } from '../core/clock.js';
 import { every } from '../core/clock.js';
 import type { WriteBatcher } from '../core/write-batcher.js';
+import { PreparedRegistry } from '../prepared/registry.js';
 import type { ReleaseFacts } from '../session/types.js';
 import type { ServerRow } from '../core/view.js';
 
@@ -91,6 +92,8 @@ export class Pool {
   private queryTimeUsTotal = 0;
   private receivedBytesTotal = 0;
   private sentBytesTotal = 0;
+  /** The prepared statements this pool's backends accepted (what clients without a backend may prepare). */
+  readonly prepared: PreparedRegistry;
 
   constructor(
     readonly database: string,
@@ -100,6 +103,7 @@ export class Pool {
     private readonly login: BackendLogin,
     private readonly deps: PoolDependencies,
   ) {
+    this.prepared = new PreparedRegistry(settings.preparedStatementCacheSize);
     this.stopMaintenance = every(deps.clock, 1000, () => this.maintain());
     this.maintain();
   }
@@ -107,6 +111,7 @@ export class Pool {
   /** A reload: the new settings apply from now on (the object is read several times per transaction). */
   updateSettings(next: PoolSettings): void {
     Object.assign(this.settings, next);
+    this.prepared.setLimit(next.preparedStatementCacheSize);
   }
 
   /** Every server connection of the pool, for SHOW SERVERS. */
@@ -265,7 +270,12 @@ export class Pool {
     b.resetFailed = false;
     // Separate Query messages: DISCARD ALL cannot run inside the implicit transaction of a multi-statement query.
     if (rollback) b.writeNow(encodeQuery('ROLLBACK'));
-    if (reset) b.writeNow(encodeQuery(this.settings.serverResetQuery));
+    if (reset) {
+      b.writeNow(encodeQuery(this.settings.serverResetQuery));
+      // What the reset query left of the parameters the server does not report is not known.
+      b.unreported.known = false;
+      b.trackedMatch.version = -1;
+    }
   }
 
   /** The holder of `b` is done with it: count the transaction (and tell whoever listens). */

@@ -16,6 +16,7 @@
 //  - a message of a later Sync group naming a client statement whose Parse/Close is in an earlier,
 //    unanswered group is held back until that group's outcome is known.
 // Unnamed statements and portals are forwarded untouched (one queue entry each).
+import type { PreparedRegistry } from './registry.js';
 import type { BackendStatements } from './statement-cache.js';
 import {
   bindStatement,
@@ -35,7 +36,7 @@ import { MessageType } from '@quicpool/wire';
 /** What the client's forwarded message is answered with, at the end. */
 type Completion = 'parse' | 'bind' | 'describe' | 'execute' | 'close' | 'sync' | 'ready';
 
-interface ClientStatement {
+export interface ClientStatement {
   readonly pooler: string;
   /** The client's Parse, renamed to `pooler` (a copy: it is kept for re-preparing). */
   readonly parse: Buffer;
@@ -51,7 +52,8 @@ interface Undo {
 }
 
 type Entry =
-  | { readonly k: 'client'; readonly c: Completion; readonly undo?: Undo }
+  /** `described`: the pooler name of a statement whose Describe this answers (its answer is kept). */
+  | { readonly k: 'client'; readonly c: Completion; readonly undo?: Undo; readonly described?: string }
   | { readonly k: 'synth'; readonly bytes: Buffer; readonly undo?: Undo }
   | { readonly k: 'injectedParse'; readonly name: string; readonly quiet: boolean }
   | { readonly k: 'injectedClose'; readonly name: string }
@@ -79,7 +81,7 @@ export interface RouterSink {
 }
 
 // Message types by their protocol names, as local constants (switches on them stay cheap).
-const { ParseComplete, BindComplete, CloseComplete, NoData, RowDescription, CommandComplete, EmptyQueryResponse, PortalSuspended, ErrorResponse, ReadyForQuery } = MessageType;
+const { ParseComplete, BindComplete, CloseComplete, NoData, RowDescription, ParameterDescription, CommandComplete, EmptyQueryResponse, PortalSuspended, ErrorResponse, ReadyForQuery } = MessageType;
 const { Query, Sync, Execute, FunctionCall, Flush, Parse, Bind, Describe, Close } = MessageType;
 
 /** `DEALLOCATE [PREPARE] name` as the whole of a simple query. */
@@ -106,8 +108,22 @@ export class StatementRouter {
    * not answered yet, so whether it exists depends on that group's fate. Routed once it is known.
    */
   private held: { readonly type: number; readonly bytes: Buffer; readonly scope: string }[] = [];
+  /** The statements the client's pool knows: what its backends accept is recorded there. */
+  registry: PreparedRegistry | null = null;
+  /** The ParameterDescription of the statement Describe being answered, until its row part comes. */
+  private parameterDescription: Buffer | null = null;
 
   constructor(private readonly sink: RouterSink) {}
+
+  /** The client's statement of that name, if it has one. */
+  statement(name: string): ClientStatement | undefined {
+    return this.statements.get(name);
+  }
+
+  /** No backend attached: the client prepared `name` and the pooler answered it (idle-answers.ts). */
+  adopt(name: string, stmt: ClientStatement): void {
+    this.statements.set(name, stmt);
+  }
 
   /** The client's named statements (for tests and stats). */
   get statementCount(): number {
@@ -173,7 +189,8 @@ export class StatementRouter {
         const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
         if (stmt === undefined) return this.pass(bytes, 'describe');
         this.ensure(stmt);
-        return this.pass(targetMessage(Describe, stmt.pooler), 'describe');
+        this.sink.toBackend(targetMessage(Describe, stmt.pooler));
+        return this.push({ k: 'client', c: 'describe', described: stmt.pooler });
       }
       case Close: {
         this.midExtended = true;
@@ -217,13 +234,28 @@ export class StatementRouter {
       case ParseComplete:
       case BindComplete:
       case CloseComplete:
-        if (e !== undefined && (e.k === 'injectedParse' || e.k === 'injectedClose')) return this.complete();
+        if (e !== undefined && (e.k === 'injectedParse' || e.k === 'injectedClose')) {
+          if (e.k === 'injectedParse') this.registry?.learned(e.name);
+          return this.complete();
+        }
+        if (type === ParseComplete && e?.k === 'client' && e.undo?.added !== undefined) this.registry?.learned(e.undo.added);
         this.sink.pass(type, bytes);
         return this.complete();
+      case ParameterDescription:
+        // Copied: the row part may come in a later read, into the same read buffer.
+        if (e?.k === 'client' && e.described !== undefined) this.parameterDescription = Buffer.from(bytes);
+        this.sink.pass(type, bytes);
+        return;
       case NoData:
       case RowDescription:
+        if (e?.k === 'client' && e.c === 'describe') {
+          const p = this.parameterDescription;
+          if (e.described !== undefined && p !== null) this.registry?.described(e.described, p, bytes);
+          this.parameterDescription = null;
+          this.sink.pass(type, bytes);
+          return this.complete();
+        }
         this.sink.pass(type, bytes);
-        if (e?.k === 'client' && e.c === 'describe') this.complete();
         return;
       case CommandComplete:
       case EmptyQueryResponse:
@@ -238,6 +270,10 @@ export class StatementRouter {
           return;
         }
         if (!(e.k === 'injectedParse' && e.quiet)) this.sink.pass(type, bytes);
+        // A refused Parse: the statement is not known to work any more (dropped table ...).
+        if (e.k === 'injectedParse') this.registry?.forget(e.name);
+        else if (e.k === 'client' && e.c === 'parse' && e.undo?.added !== undefined) this.registry?.forget(e.undo.added);
+        this.parameterDescription = null;
         return this.skipToSync();
       case ReadyForQuery:
         this.skipping = false;

@@ -7,9 +7,10 @@
 import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
 import type { ScramKeys } from '../auth/scram.js';
+import { IdleAnswers } from '../prepared/idle-answers.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { statementsOf } from '../prepared/statement-cache.js';
-import { ParameterSync } from './parameter-sync.js';
+import { ParameterSync, refusedParameter, resetsParameters, unreportedUnknown } from './parameter-sync.js';
 import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
 import { rejectedStatement } from './session-policy.js';
 import { StartupAuth } from './startup-auth.js';
@@ -63,6 +64,8 @@ export class ClientSession implements StartupOwner {
   private closeWhenAnswered = false;
   /** Transaction pooling only: named prepared statements carried across backends. */
   private readonly router: StatementRouter | null;
+  /** Transaction pooling: prepares of statements the pool knows, answered while no backend is attached. */
+  private readonly idleAnswers: IdleAnswers | null;
   /** The client left session state on its backend (policy 'pin'): what did (e.g. 'SET'); it keeps the backend until it goes. */
   private pinnedBy: string | null = null;
   /** The pool's session-state policy, per database (known once authenticated). */
@@ -85,6 +88,7 @@ export class ClientSession implements StartupOwner {
             readyDropped: () => this.tx.readyDropped(),
           })
         : null;
+    this.idleAnswers = this.router === null ? null : new IdleAnswers(this.router, (bytes) => this.send(bytes));
   }
 
   get database(): string {
@@ -143,6 +147,7 @@ export class ClientSession implements StartupOwner {
         return this.onClientMessage(e.message);
       case 'serverParameters': {
         if (this.phase !== 'connecting') return;
+        if (this.router !== null && e.prepared !== undefined) this.router.registry = e.prepared;
         for (const bytes of this.parameters.greeting(e.parameters, e.cancelKey)) this.send(bytes);
         this.send(READY_IDLE);
         this.phase = 'idle';
@@ -239,9 +244,7 @@ export class ClientSession implements StartupOwner {
       case 'attached':
         return this.forward(type, m.bytes);
       case 'idle':
-        this.hold(m.bytes);
-        this.emit(CLIENT_IDLE_OFF);
-        return this.requestBackend();
+        return this.onIdleMessage(type, m.bytes);
       case 'connecting':
       case 'waiting':
         this.hold(m.bytes);
@@ -266,6 +269,30 @@ export class ClientSession implements StartupOwner {
     if (this.phase !== 'attached' || !this.tx.awaitingAnswers) return this.close();
     this.closeWhenAnswered = true;
     this.emit(END_BACKEND);
+  }
+
+  /** A client message with no backend attached: answered by the pooler if it can, else a backend is requested. */
+  private onIdleMessage(type: number, bytes: Buffer): void {
+    this.emit(CLIENT_IDLE_OFF);
+    if (this.idleAnswers !== null) {
+      const offer = this.idleAnswers.offer(type, bytes, this.parameters.searchPath, this.tx.status);
+      switch (offer) {
+        case 'taken':
+          return;
+        case 'answered':
+          this.emit(CLIENT_IDLE_ON);
+          return;
+        case 'refused':
+          for (const earlier of this.idleAnswers.giveBack()) this.hold(earlier);
+          break;
+        default: {
+          const never: never = offer;
+          throw new Error(`unhandled offer ${String(never)}`);
+        }
+      }
+    }
+    this.hold(bytes);
+    return this.requestBackend();
   }
 
   private hold(bytes: Buffer): void {
@@ -342,7 +369,12 @@ export class ClientSession implements StartupOwner {
 
   private onBackendMessage(m: RawMessage): void {
     if (this.phase !== 'attached') return;
-    if (this.tx.swallows(m.type)) return; // answers to the pooler's own SET statements
+    if (this.tx.swallows(m.type)) {
+      // Answers to the pooler's own SET of the client's parameters. One refused (a startup value
+      // the server does not accept) is what Postgres would have refused the login with.
+      if (m.type === MessageType.ErrorResponse) this.failWith(refusedParameter(m.bytes));
+      return;
+    }
     if (this.router !== null) this.router.backend(m.type, m.bytes);
     else this.deliver(m.type, m.bytes);
   }
@@ -350,6 +382,8 @@ export class ClientSession implements StartupOwner {
   /** A backend message that answers the client. */
   private deliver(type: number, bytes: Buffer): void {
     if (type === MessageType.ErrorResponse && isSessionEndingError(bytes)) this.backendEnding = true;
+    // RESET ALL / DISCARD ALL by the client: the backend's unreported parameters are not what the pooler SET.
+    if (type === MessageType.CommandComplete && (bytes[5] === 0x52 || bytes[5] === 0x44) && resetsParameters(bytes) && this.backend !== null) unreportedUnknown(this.backend);
     if (type === MessageType.ParameterStatus) {
       this.parameters.observe(bytes);
     } else if (type === MessageType.ReadyForQuery) {

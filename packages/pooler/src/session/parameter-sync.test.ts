@@ -39,7 +39,7 @@ describe('ParameterSync', () => {
     p.greeting(SERVER, KEY);
     // A backend another client left with TimeZone changed and no application_name.
     const b = backend(new Map([...SERVER, ['TimeZone', 'Europe/Paris']]));
-    expect(setQuery(p.applyTo(b))).toBe(`SELECT pg_catalog.set_config($q$application_name$q$, $q$app$q$, false), pg_catalog.set_config($q$TimeZone$q$, $q$UTC$q$, false)`);
+    expect(setQuery(p.applyTo(b))).toBe(`SELECT pg_catalog.set_config('application_name', $q$app$q$, false), pg_catalog.set_config('TimeZone', $q$UTC$q$, false);`);
     const same = backend(new Map([...SERVER, ['application_name', 'app']]));
     expect(p.applyTo(same)).toBeNull();
     expect(p.applyTo(same)).toBeNull(); // again: answered from the backend's memo
@@ -51,7 +51,7 @@ describe('ParameterSync', () => {
     p.observe(encodeBackend({ type: 'ParameterStatus', name: 'search_path', value: 'app, public' }));
     p.observe(encodeBackend({ type: 'ParameterStatus', name: 'server_version', value: '99' })); // not tracked
     expect(p.searchPath).toBe('app, public');
-    expect(setQuery(p.applyTo(backend(new Map(SERVER))))).toBe(`SELECT pg_catalog.set_config($q$search_path$q$, $q$app, public$q$, false)`);
+    expect(setQuery(p.applyTo(backend(new Map(SERVER))))).toBe(`SELECT pg_catalog.set_config('search_path', $q$app, public$q$, false);`);
   });
 
   it("a backend's memo is dropped when its parameters change (parametersVersion)", () => {
@@ -62,6 +62,24 @@ describe('ParameterSync', () => {
     expect(p.applyTo(b)).toBeNull();
     parameters.set('TimeZone', 'Asia/Tokyo');
     b.parametersVersion = 1;
-    expect(setQuery(p.applyTo(b))).toBe(`SELECT pg_catalog.set_config($q$TimeZone$q$, $q$UTC$q$, false)`);
+    expect(setQuery(p.applyTo(b))).toBe(`SELECT pg_catalog.set_config('TimeZone', $q$UTC$q$, false);`);
+  });
+
+  it('parameters the server does not report: SET where the pooler left another value, RESET where a client set none', () => {
+    const a = new ParameterSync();
+    a.fromStartup(new Map([['statement_timeout', '5s'], ['lock_timeout', '1s']]));
+    a.greeting(SERVER, KEY);
+    const b = new ParameterSync();
+    b.greeting(SERVER, KEY);
+    const shared = { parameters: new Map(SERVER), parametersVersion: 0, trackedMatch: { signature: '', version: -1 }, unreported: { values: new Map<string, string>(), known: true } };
+    expect(b.applyTo(shared)).toBeNull();
+    expect(setQuery(a.applyTo(shared))).toBe(`SELECT pg_catalog.set_config('statement_timeout', $q$5s$q$, false), pg_catalog.set_config('lock_timeout', $q$1s$q$, false);`);
+    expect(a.applyTo(shared)).toBeNull(); // the backend has them now
+    expect(setQuery(b.applyTo(shared))).toBe(`RESET "statement_timeout";RESET "lock_timeout";`);
+    expect(b.applyTo(shared)).toBeNull(); // the memo of b's earlier match was dropped, and it matches again
+    // After the pool's reset (DISCARD ALL) nothing is known: every one is SET or RESET once.
+    shared.unreported.known = false;
+    shared.trackedMatch.version = -1;
+    expect(setQuery(a.applyTo(shared))).toMatch(/^SELECT pg_catalog\.set_config\('statement_timeout', \$q\$5s\$q\$, false\), pg_catalog\.set_config\('lock_timeout', \$q\$1s\$q\$, false\);RESET "DateStyle";.*RESET "default_transaction_read_only";$/);
   });
 });

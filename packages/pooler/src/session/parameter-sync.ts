@@ -1,11 +1,13 @@
-// The client's values of the tracked parameters (application_name, TimeZone, search_path ...):
-// set at startup, changed when the server reports a change (ParameterStatus) the client made, and
-// re-applied with SET on every backend the client is given whose values differ. A backend
-// remembers the signature of the last values it matched, so attaching it to a client with the
-// same values costs one string comparison.
-import { decodeBackendMessage, encodeBackend, encodeFrontend } from '@quicpool/wire';
-import { canonicalTrackedName, setStatements } from './startup-parameters.js';
-import type { AttachedBackend, CancelKey } from './types.js';
+// The client's values of the tracked parameters (application_name, TimeZone, search_path,
+// statement_timeout ...): set at startup (also from `options`), changed when the server reports a
+// change (ParameterStatus) the client made, and re-applied with SET on every backend the client is
+// given whose values differ. For parameters the server does not report, the backend's value is
+// what the pooler SET there (kept on the backend); one a client did not set is RESET, so it never
+// inherits another client's value. A backend remembers the signature of the last values it
+// matched, so attaching it to a client with the same values costs one string comparison.
+import { decodeBackendMessage, encodeBackend, encodeFrontend, errorResponse, SQLSTATE } from '@quicpool/wire';
+import { canonicalTrackedName, setStatements, TRACKED_PARAMETERS } from './startup-parameters.js';
+import type { AttachedBackend, CancelKey, EncodedError } from './types.js';
 
 export class ParameterSync {
   private readonly tracked = new Map<string, string>();
@@ -48,9 +50,30 @@ export class ParameterSync {
     const sig = this.signature();
     const memo = b.trackedMatch;
     if (memo !== undefined && memo.signature === sig && memo.version === b.parametersVersion) return null;
-    let changes: Map<string, string> | null = null;
+    const u = b.unreported;
+    let changes: Map<string, string | null> | null = null;
+    let unreportedChanged = false;
     for (const [name, value] of this.tracked) {
-      if (b.parameters.get(name) !== value) (changes ??= new Map()).set(name, value);
+      const reported = b.parameters.get(name);
+      if (reported !== undefined || u === undefined) {
+        if (reported !== value) (changes ??= new Map()).set(name, value);
+      } else if (!u.known || u.values.get(name) !== value) {
+        (changes ??= new Map()).set(name, value);
+        u.values.set(name, value);
+        unreportedChanged = true;
+      }
+    }
+    if (u !== undefined) {
+      // Values other clients left (or, after a reset, any value): back to the server's default.
+      for (const name of u.known ? u.values.keys() : TRACKED_PARAMETERS) {
+        if (this.tracked.has(name) || b.parameters.has(name)) continue;
+        (changes ??= new Map()).set(name, null);
+        u.values.delete(name);
+        unreportedChanged = true;
+      }
+      u.known = true;
+      // The server reports nothing of these: a memo of an earlier match no longer holds.
+      if (unreportedChanged && memo !== undefined) memo.version = -1;
     }
     if (changes === null) {
       // The backend matches as it is: the next client with the same values skips the comparison.
@@ -78,4 +101,28 @@ export class ParameterSync {
     }
     return this.trackedSignature;
   }
+}
+
+/** A CommandComplete of RESET (ALL or one parameter) or DISCARD ALL. */
+export function resetsParameters(commandComplete: Buffer): boolean {
+  const tag = commandComplete.toString('latin1', 5, commandComplete.length - 1);
+  return tag === 'RESET' || tag === 'DISCARD ALL';
+}
+
+/** The client reset the backend's settings itself: what the pooler SET there is no longer known. */
+export function unreportedUnknown(b: AttachedBackend): void {
+  if (b.unreported !== undefined) b.unreported.known = false;
+  if (b.trackedMatch !== undefined) b.trackedMatch.version = -1;
+}
+
+/**
+ * The server refused the SET of one of the client's startup values: the FATAL the client gets,
+ * with the server's SQLSTATE and message (Postgres refuses such a login with them).
+ */
+export function refusedParameter(errorResponseBytes: Buffer): EncodedError {
+  const e = decodeBackendMessage(errorResponseBytes);
+  const fields = e.type === 'ErrorResponse' ? e.fields : {};
+  const sqlstate = fields['C'] ?? SQLSTATE.INVALID_PARAMETER_VALUE;
+  const message = fields['M'] ?? 'invalid startup parameter';
+  return { bytes: errorResponse('FATAL', sqlstate, message), sqlstate, message };
 }

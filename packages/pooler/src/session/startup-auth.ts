@@ -7,7 +7,7 @@ import type { AuthenticationResponseKind, RawMessage, SqlState, StartupMessage, 
 import { ClientAuthenticator } from '../auth/client-auth.js';
 import { checkStartupParameters } from './startup-parameters.js';
 import type { ScramKeys } from '../auth/scram.js';
-import type { SessionAction, SessionContext } from './types.js';
+import type { Refusal, SessionAction, SessionContext } from './types.js';
 
 /** What the startup piece tells the session it belongs to. */
 export interface StartupOwner {
@@ -107,12 +107,13 @@ export class StartupAuth {
       // Newest minor we speak that is not above what the client asked for.
       this.owner.send(encodeBackend({ type: 'NegotiateProtocolVersion', newestProtocolVersion: (3 << 16) | this.protocolMinor, unrecognizedOptions: options }));
     }
-    const check = checkStartupParameters(m.parameters, this.ctx.ignoreStartupParameters);
+    const check = checkStartupParameters(m.parameters, this.ctx.ignoreStartupParameters, this.ctx.ignoreStartupParametersKey);
     if (!check.ok) return this.owner.fail(check.sqlstate, check.message);
     this.database = check.database;
     this.user = check.user;
     const refused = this.ctx.admit(check.database, check.user);
-    if (refused !== undefined) return this.owner.fail(refused.sqlstate, refused.message);
+    if (refused !== undefined && refused.afterAuthentication !== true) return this.owner.fail(refused.sqlstate, refused.message);
+    this.refusedAfterAuthentication = refused ?? null;
     this.admitted = true;
     this.tracked = check.tracked;
     this.auth = new ClientAuthenticator({
@@ -125,6 +126,8 @@ export class StartupAuth {
   }
 
   private tracked: ReadonlyMap<string, string> = new Map();
+  /** Admitted to authenticate only: refused once authenticated (see Refusal.afterAuthentication). */
+  private refusedAfterAuthentication: Refusal | null = null;
 
   /** A typed message during authentication. */
   authResponse(m: RawMessage): void {
@@ -135,27 +138,32 @@ export class StartupAuth {
     this.step(this.auth.respond(decodeFrontendMessage(m.bytes, this.authExpect)));
   }
 
+  /** Every failed login costs the client the auth-failure delay (Postgres's auth_delay), when there is one. */
+  private holdFailure(sqlstate: SqlState, message: string): void {
+    if (!(this.ctx.authFailureDelay ?? false)) return this.owner.fail(sqlstate, message);
+    this.auth = null;
+    this.heldFailure = { sqlstate, message };
+    this.owner.emit(AUTHENTICATION_OFF);
+    this.owner.emit(AUTH_FAILURE_ON);
+  }
+
   private step(step: ReturnType<ClientAuthenticator['start']>): void {
     switch (step.kind) {
       case 'continue':
         this.authExpect = step.expect;
         this.owner.send(step.bytes);
         return;
-      case 'ok':
+      case 'ok': {
         this.auth = null;
+        const refused = this.refusedAfterAuthentication;
+        if (refused !== null) return this.holdFailure(refused.sqlstate, refused.message);
         this.owner.send(step.bytes);
         this.owner.emit(AUTHENTICATION_OFF);
         this.owner.authenticated(this.database, this.user, this.tracked, step.scramKeys);
         return;
+      }
       case 'fail':
-        if (step.sqlstate === SQLSTATE.INVALID_PASSWORD && (this.ctx.authFailureDelay ?? false)) {
-          // Every failed login costs the client the auth-failure delay (Postgres's auth_delay).
-          this.auth = null;
-          this.heldFailure = { sqlstate: step.sqlstate, message: step.message };
-          this.owner.emit(AUTHENTICATION_OFF);
-          this.owner.emit(AUTH_FAILURE_ON);
-          return;
-        }
+        if (step.sqlstate === SQLSTATE.INVALID_PASSWORD) return this.holdFailure(step.sqlstate, step.message);
         return this.owner.fail(step.sqlstate, step.message);
       default: {
         const never: never = step;

@@ -6,8 +6,12 @@ import type { SqlState } from '@quicpool/wire';
 
 /**
  * Parameters kept per client and re-applied (SET) on each backend it is given, when the backend's
- * value differs. The server reports most of them (ParameterStatus), which is how the pooler knows
- * a backend's current value and sees a client change one with SET.
+ * value differs. The server reports most of the first group (ParameterStatus), which is how the
+ * pooler knows a backend's current value and sees a client change one with SET. The others (and
+ * search_path before PostgreSQL 18) are not reported: the pooler knows their value on a backend
+ * from what it SET there itself (a client's SQL SET of them is session state: see
+ * session-state-change.ts). idle_session_timeout is not among them on purpose: applied to a
+ * pooled backend it would end the backend while it sits idle in the pool.
  */
 export const TRACKED_PARAMETERS: ReadonlySet<string> = new Set([
   'application_name',
@@ -17,6 +21,11 @@ export const TRACKED_PARAMETERS: ReadonlySet<string> = new Set([
   'TimeZone',
   'search_path',
   'standard_conforming_strings',
+  'statement_timeout',
+  'lock_timeout',
+  'idle_in_transaction_session_timeout',
+  'default_transaction_isolation',
+  'default_transaction_read_only',
 ]);
 
 // Startup names are case-sensitive on the wire but Postgres GUC names are not.
@@ -30,13 +39,62 @@ export type StartupCheck =
   | { readonly ok: true; readonly user: string; readonly database: string; readonly tracked: Map<string, string> }
   | { readonly ok: false; readonly sqlstate: SqlState; readonly message: string };
 
-export function checkStartupParameters(parameters: Readonly<Record<string, string>>, ignorable: ReadonlySet<string>): StartupCheck {
+/** What a refused startup parameter's message calls the ignore list (the daemon passes its config key). */
+export const DEFAULT_IGNORE_KEY = 'ignoreStartupParameters';
+
+/**
+ * The settings in a startup `options` value, as the server reads it: words separated by
+ * whitespace (a backslash keeps the next character, e.g. an escaped space), each `-c name=value`,
+ * `-cname=value` or `--name=value` (dashes in the name become underscores). Anything else (a
+ * command-line switch such as `-d 5`) gives null.
+ */
+export function parseOptions(options: string): Map<string, string> | null {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  for (let i = 0; i < options.length; i++) {
+    const c = options[i]!;
+    if (c === '\\' && i + 1 < options.length) {
+      word += options[++i]!;
+      inWord = true;
+    } else if (/\s/.test(c)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += c;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(word);
+  const settings = new Map<string, string>();
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!;
+    let setting: string | undefined;
+    if (w === '-c') setting = words[++i];
+    else if (w.startsWith('--')) setting = w.slice(2);
+    else if (w.startsWith('-c')) setting = w.slice(2);
+    const eq = setting?.indexOf('=') ?? -1;
+    if (setting === undefined || eq <= 0) return null;
+    settings.set(setting.slice(0, eq).replaceAll('-', '_'), setting.slice(eq + 1));
+  }
+  return settings;
+}
+
+const unsupported = (what: string, ignoreKey: string): StartupCheck => ({
+  ok: false,
+  sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED,
+  message: `unsupported startup parameter: ${what} (the pooler cannot keep it per client; add it to ${ignoreKey} to have the pooler ignore it)`,
+});
+
+export function checkStartupParameters(parameters: Readonly<Record<string, string>>, ignorable: ReadonlySet<string>, ignoreKey = DEFAULT_IGNORE_KEY): StartupCheck {
   const user = parameters['user'];
   if (user === undefined || user === '') {
     return { ok: false, sqlstate: SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION, message: 'no PostgreSQL user name specified in startup packet' };
   }
   const database = parameters['database'] || user;
   const tracked = new Map<string, string>();
+  const fromOptions = new Map<string, string>();
   for (const [name, value] of Object.entries(parameters)) {
     if (name === 'user' || name === 'database') continue;
     if (name.startsWith('_pq_.')) continue; // protocol options: answered by NegotiateProtocolVersion
@@ -53,29 +111,40 @@ export function checkStartupParameters(parameters: Readonly<Record<string, strin
       continue;
     }
     if (ignorable.has(name)) continue;
-    return {
-      ok: false,
-      sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED,
-      message: `unsupported startup parameter: ${name} (add it to ignoreStartupParameters to have the pooler ignore it)`,
-    };
+    if (name === 'options') {
+      const settings = parseOptions(value);
+      if (settings === null) return unsupported(`options "${value}" (only -c name=value and --name=value are understood)`, ignoreKey);
+      for (const [n, v] of settings) {
+        const c = canonicalTrackedName(n);
+        if (c !== undefined) fromOptions.set(c, v);
+        else if (!ignorable.has(n)) return unsupported(`${n} (in options)`, ignoreKey);
+      }
+      continue;
+    }
+    return unsupported(name, ignoreKey);
   }
+  // As in Postgres, a parameter given by itself wins over the same one in options.
+  for (const [n, v] of fromOptions) if (!tracked.has(n)) tracked.set(n, v);
   return { ok: true, user, database, tracked };
 }
 
 /**
- * One statement that sets each parameter to its value as a StartupMessage would: `set_config`
- * parses the value as the parameter's own text form, so a list such as search_path `a, b` stays
- * two schemas (`SET search_path TO 'a, b'` would make it one schema named "a, b"). Names and
- * values are dollar-quoted (no escaping rules).
+ * One simple Query that gives a backend the client's values: `set_config(name, value, false)` for
+ * each (it takes the value as the server takes a startup parameter, so a list such as search_path
+ * `a,b` stays a list), `RESET name` for null; values dollar-quoted (no escaping rules). The names
+ * are TRACKED_PARAMETERS only.
  */
-export function setStatements(changes: ReadonlyMap<string, string>): string {
-  const calls: string[] = [];
-  for (const [name, value] of changes) calls.push(`pg_catalog.set_config(${dollarQuoted(name)}, ${dollarQuoted(value)}, false)`);
-  return `SELECT ${calls.join(', ')}`;
-}
-
-function dollarQuoted(text: string): string {
-  let tag = '$q$';
-  for (let i = 0; text.includes(tag); i++) tag = `$q${i}$`;
-  return `${tag}${text}${tag}`;
+export function setStatements(changes: ReadonlyMap<string, string | null>): string {
+  const sets: string[] = [];
+  let resets = '';
+  for (const [name, value] of changes) {
+    if (value === null) {
+      resets += `RESET "${name}";`;
+      continue;
+    }
+    let tag = '$q$';
+    for (let i = 0; value.includes(tag); i++) tag = `$q${i}$`;
+    sets.push(`pg_catalog.set_config('${name}', ${tag}${value}${tag}, false)`);
+  }
+  return (sets.length > 0 ? `SELECT ${sets.join(', ')};` : '') + resets;
 }

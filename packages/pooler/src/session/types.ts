@@ -5,6 +5,7 @@ import type { TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
 import type { ScramKeys } from '../auth/scram.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
+import type { PreparedRegistry } from '../prepared/registry.js';
 
 /** What the session needs to know about the backend it was given. */
 export interface AttachedBackend {
@@ -18,6 +19,13 @@ export interface AttachedBackend {
    * the same signature then needs no comparison (absent: always compare).
    */
   readonly trackedMatch?: { signature: string; version: number };
+  /**
+   * Scratch space the session keeps on the backend: the values the pooler SET there of tracked
+   * parameters the server does not report (statement_timeout ..., search_path before 18).
+   * `known` is false after the pool reset the backend: each of them is then SET or RESET at the
+   * next attach. Absent: such parameters are SET at every attach.
+   */
+  readonly unreported?: { readonly values: Map<string, string>; known: boolean };
 }
 
 /** An ErrorResponse ready to send, with what it says (so nobody decodes it again). */
@@ -36,8 +44,11 @@ export type SessionEvent =
   | { readonly type: 'startupPacket'; readonly packet: StartupPacket }
   /** A typed frontend message, raw (header included). */
   | { readonly type: 'clientMessage'; readonly message: RawMessage }
-  /** The pool's cached server parameters, and the key this session gets; ends startup. */
-  | { readonly type: 'serverParameters'; readonly parameters: ReadonlyMap<string, string>; readonly cancelKey: CancelKey }
+  /**
+   * The pool's cached server parameters, and the key this session gets; ends startup. `prepared`:
+   * the statements the pool knows (transaction pooling answers their Parse without a backend).
+   */
+  | { readonly type: 'serverParameters'; readonly parameters: ReadonlyMap<string, string>; readonly cancelKey: CancelKey; readonly prepared?: PreparedRegistry }
   | { readonly type: 'backendAttached'; readonly backend: AttachedBackend }
   /** A message from the attached backend, raw. */
   | { readonly type: 'backendMessage'; readonly message: RawMessage }
@@ -79,6 +90,12 @@ export type LoginStage =
 export interface Refusal {
   readonly sqlstate: SqlState;
   readonly message: string;
+  /**
+   * Given only once the client has authenticated, after the auth-failure delay, like a failed
+   * password (a user who may not open an admin console): refusing before would tell anyone which
+   * names are admin users. The session holds its admission meanwhile.
+   */
+  readonly afterAuthentication?: boolean;
 }
 
 export type SessionAction =
@@ -129,6 +146,8 @@ export interface SessionContext {
   readonly poolMode: PoolMode;
   readonly allowInsecurePasswordAuth: boolean;
   readonly ignoreStartupParameters: ReadonlySet<string>;
+  /** What a refusal of a startup parameter calls that list (a config key; default `ignoreStartupParameters`). */
+  readonly ignoreStartupParametersKey?: string;
   lookupUser(name: string): ResolvedUser | undefined;
   /** Why `name` is not a user, for the operator's log (default: no such user in the config). */
   describeUnknownUser?(name: string): string;

@@ -43,4 +43,19 @@ describe.skipIf(pgbench === null)('pgbench through the pooler', () => {
     expect(failedTransactions(out)).toBe(0);
     expect(processedTransactions(out)).toBeGreaterThan(50);
   }, 30_000);
+
+  it('runs -M prepared with 40 clients on 2 threads over a pool of 10 (statements it knows are prepared without a backend)', async () => {
+    // pgbench prepares with the synchronous PQprepare (Parse + Sync): a thread blocked in one
+    // client's PQprepare cannot finish the transactions its other clients hold backends in. The
+    // pooler answers the Parse of a statement it already knows without a backend, so this completes.
+    const small = await startPooler({ pool: { poolSize: 10, poolMode: 'transaction' } });
+    try {
+      const out = await runPgbench(['-n', '-M', 'prepared', '-c', '40', '-j', '2', '-t', '5'], small.port, 20_000);
+      expect(failedTransactions(out)).toBe(0);
+      expect(processedTransactions(out)).toBe(200);
+      expect(small.pooler.view().pools.find((r) => !r.virtual)?.connectsTotal).toBeLessThanOrEqual(10);
+    } finally {
+      await small.close();
+    }
+  }, 30_000);
 });

@@ -6,7 +6,8 @@
 // says so, and "not answered before it" is an observed fact, not a measured duration.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFrontend, encodeStartupPacket } from '@quicpool/wire';
+import { encodeFrontend, encodeStartupPacket, SQLSTATE } from '@quicpool/wire';
+import { adminDatabase } from '../../src/index.js';
 import { ManualClock, turns } from '../support/manual-clock.js';
 import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
@@ -18,6 +19,9 @@ let p: TestPooler;
 
 beforeAll(async () => {
   p = await startPooler({ authFailureDelayMs: DELAY_MS }, { clock });
+  // An admin console whose only admin user is the fixture's trust user.
+  const commands = { run: () => Promise.resolve({ kind: 'error' as const, sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: 'no commands here' }) };
+  p.pooler.serveDatabase('console', adminDatabase(commands, () => new Set([pgInfo.trustUser])));
 });
 afterAll(async () => {
   await p.close();
@@ -30,8 +34,8 @@ interface FailedLogin {
 }
 
 /** Starts a pg login that must fail; `result` is filled in when it has. */
-function failedLogin(pooler: TestPooler, user: string, password: string): FailedLogin {
-  const c = new pg.Client(pooler.clientConfig({ user, password }));
+function failedLogin(pooler: TestPooler, user: string, password: string, database = pgInfo.database): FailedLogin {
+  const c = new pg.Client(pooler.clientConfig({ user, password, database }));
   c.on('error', () => undefined);
   const login: FailedLogin = {
     result: null,
@@ -133,5 +137,30 @@ describe('password guessing', () => {
     // The same iteration count for every name.
     expect(new Set([ghostA1, ghostB, real1].map((x) => x.split(':')[0]))).toEqual(new Set(['4096']));
     await eventually(() => p.pooler.stats().clients === 0, 3000, 'probes gone');
+  });
+});
+
+describe('the admin console', () => {
+  const consoleLogin = (user: string, password: string): FailedLogin => failedLogin(p, user, password, 'console');
+
+  it('authenticates first and refuses a non-admin user after the failure delay: no name is told apart before', async () => {
+    const due = clock.now() + DELAY_MS;
+    // A non-admin user with its right password, the same user with a wrong one, an unknown name.
+    const nonAdmin = consoleLogin(pgInfo.user, pgInfo.password);
+    const wrong = consoleLogin(pgInfo.user, 'guess');
+    const unknown = consoleLogin('ghost', 'guess');
+    await eventually(() => clock.timersDue(due) === 3, 5000, 'the three console logins held');
+    await turns();
+    expect([nonAdmin.result, wrong.result, unknown.result]).toEqual([null, null, null]);
+    clock.advance(DELAY_MS - 1);
+    await turns();
+    expect([nonAdmin.result, wrong.result, unknown.result]).toEqual([null, null, null]);
+    clock.advance(1);
+    expect(await nonAdmin.done).toEqual({ code: '28000', message: `user "${pgInfo.user}" is not an admin user of the "console" console` });
+    expect(await wrong.done).toEqual({ code: '28P01', message: `password authentication failed for user "${pgInfo.user}"` });
+    expect(await unknown.done).toEqual({ code: '28P01', message: 'password authentication failed for user "ghost"' });
+    // An admin user gets in at once, while the clock stands still.
+    await withClient(p.clientConfig({ user: pgInfo.trustUser, password: undefined, database: 'console' }), async (c) => expect((await rejection(c.query('show pools'))).code).toBe('0A000'));
+    await eventually(() => p.pooler.stats().clients === 0, 3000, 'console clients gone');
   });
 });
