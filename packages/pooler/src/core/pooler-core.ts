@@ -141,6 +141,7 @@ export class PoolerCore {
       ignoreStartupParameters: config.ignoreStartupParameters,
       lookupUser: (name) => config.users.get(name) ?? (config.authQuery === undefined ? undefined : this.authQuery.cached(name)),
       describeUnknownUser: (name) => (config.authQuery === undefined ? 'no such user in the config' : `not in the config; ${this.authQuery.reason(name)}`),
+      peerCertificate: () => client.info.tls?.peerCertificate ?? null,
       admit: (database, user) => {
         const refused = this.admit(database, user);
         if (refused === undefined) {
