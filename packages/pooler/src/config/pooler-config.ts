@@ -120,7 +120,17 @@ export interface PoolerConfig {
    * up. 0 answers at once. Default 500.
    */
   readonly authFailureDelayMs?: number;
+  /**
+   * Sessions whose first bytes arrived as QUIC 0-RTT early data (which an attacker may replay):
+   * 'wait' (default): nothing reaches a backend before the handshake is confirmed;
+   * 'read-only': before confirmation, single read-only statements of the simple protocol
+   * (SELECT, WITH, VALUES, TABLE, SHOW) run inside a READ ONLY transaction the pooler opens;
+   * everything else waits (see docs/security.md for what a replay can still cause).
+   */
+  readonly earlyData?: EarlyDataPolicy;
 }
+
+export type EarlyDataPolicy = 'wait' | 'read-only';
 
 export interface ResolvedUser {
   readonly name: string;
@@ -149,6 +159,7 @@ export interface ResolvedPoolerConfig {
   readonly maxMessageSize: number;
   readonly authTimeoutMs: number;
   readonly authFailureDelayMs: number;
+  readonly earlyData: EarlyDataPolicy;
 }
 
 export class ConfigError extends Error {
@@ -214,6 +225,11 @@ function resolveServerTls(host: string, t: ServerTlsConfig): ServerTls {
   };
 }
 
+function earlyDataPolicy(v: EarlyDataPolicy): EarlyDataPolicy {
+  if (v !== 'wait' && v !== 'read-only') throw new ConfigError(`earlyData: must be 'wait' or 'read-only', got ${JSON.stringify(v)}`);
+  return v;
+}
+
 function count(key: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) throw new ConfigError(`${key}: must be a whole number >= ${min}, got ${value}`);
   return value;
@@ -273,5 +289,6 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     maxMessageSize: count('maxMessageSize', c.maxMessageSize ?? 64 * 1024 * 1024, 1024),
     authTimeoutMs: count('authTimeoutMs', c.authTimeoutMs ?? 60_000, 1),
     authFailureDelayMs: count('authFailureDelayMs', c.authFailureDelayMs ?? 500, 0),
+    earlyData: earlyDataPolicy(c.earlyData ?? 'wait'),
   };
 }

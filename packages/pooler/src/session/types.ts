@@ -49,6 +49,8 @@ export type SessionEvent =
   | { readonly type: 'timeout'; readonly timer: SessionTimer }
   /** The client's stream ended or was reset. */
   | { readonly type: 'clientClosed' }
+  /** The QUIC handshake of a session that began in 0-RTT early data is confirmed (read-only policy). */
+  | { readonly type: 'handshakeConfirmed' }
   /** Pooler shutdown: graceful lets a transaction in progress finish first. */
   | { readonly type: 'shutdown'; readonly graceful: boolean };
 
@@ -140,6 +142,12 @@ export interface SessionContext {
   readonly preparedStatementCacheSize?: number;
   /** A failed password login is answered after the driver's 'authFailure' timer (default false: at once). */
   readonly authFailureDelay?: boolean;
+  /**
+   * The session began in 0-RTT early data and the pooler's early-data policy is 'read-only': until
+   * the 'handshakeConfirmed' event only single read-only statements run, each inside a READ ONLY
+   * transaction the pooler opens; everything else (and everything after it) waits.
+   */
+  readonly readOnlyEarlyData?: boolean;
   /** Client limits: undefined admits the client to the (database, user) pool; else the error. */
   admit(database: string, user: string): Refusal | undefined;
 }
