@@ -223,7 +223,8 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
         idleTimeoutMs: config.get<number>('quic.idle_timeout_ms'),
         maxStreamsPerConnection: config.get<number>('quic.max_streams_per_connection'),
         maxConnections: config.get<number>('quic.max_connections'),
-        earlyData: config.get<'accept' | 'defer'>('quic.early_data'),
+        // 'read-only' is the pooler's policy on accepted early streams (see toPoolerConfig).
+        earlyData: config.get<string>('quic.early_data') === 'defer' ? 'defer' : 'accept',
         ticketKey: await quicTicketKey(stateDir),
         ...(clientCa !== undefined ? { clientCa } : {}),
       });

@@ -50,7 +50,7 @@ export const SCHEMA = {
     idle_timeout_ms: k('int', 30_000, false, 'QUIC connection idle timeout (ms; 0 = none).'),
     max_streams_per_connection: k('int', 1000, false, 'Concurrent sessions (bidirectional streams) per QUIC connection.'),
     max_connections: k('int', 10_000, false, 'QUIC connections accepted at once.'),
-    early_data: k('enum', 'accept', false, '0-RTT streams: "accept" (handed out at once, marked) or "defer" (until the handshake is confirmed).', ['accept', 'defer']),
+    early_data: k('enum', 'accept', false, 'Sessions that begin in 0-RTT early data (replayable): "accept" (startup and login run at once, nothing reaches PostgreSQL before the handshake is confirmed), "read-only" (as accept, and single read-only simple queries - SELECT, WITH, VALUES, TABLE, SHOW - run before confirmation inside a READ ONLY transaction the pooler opens: first row in one round trip; see docs/security.md for what a replay can still cause), "defer" (early streams are handed to the pooler only once the handshake is confirmed).', ['accept', 'read-only', 'defer']),
   },
   pool: {
     mode: k('enum', 'transaction', true, 'When a client gets a server connection: per transaction or for its whole session.', ['transaction', 'session']),

@@ -73,6 +73,7 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
     authFailureDelayMs: c.get<number>('limits.auth_failure_delay_ms'),
     allowInsecurePasswordAuth: c.get<boolean>('limits.allow_insecure_password_auth'),
     ignoreStartupParameters: c.get<readonly string[]>('limits.ignore_startup_parameters'),
+    earlyData: c.get<string>('quic.early_data') === 'read-only' ? 'read-only' : 'wait',
   };
   return tls === undefined ? config : { ...config, tls };
 }
