@@ -149,7 +149,9 @@ it('answers a read-only first query before the handshake is confirmed; writes wa
   // The attacker replays the recorded first flight (StartupMessage and all three queries).
   const before = accepted.length;
   const attacker = dgram.createSocket('udp4');
-  closers.push(() => attacker.close());
+  closers.push(() => {
+    attacker.close();
+  });
   await new Promise<void>((r) => attacker.bind(0, '127.0.0.1', r));
   for (const d of relay.firstFlight) attacker.send(d, port, '127.0.0.1');
   await eventually(() => accepted.length === before + 1, 3000, 'the replayed early session reached the pooler');
