@@ -10,7 +10,7 @@ import type {} from '@quicpool/pg-fixture';
 import { freePort } from '@quicpool/pg-fixture';
 import { generateDevCertificates } from '@quicpool/transport';
 import type { DevCertificates } from '@quicpool/transport';
-import { QuicPool, SessionManager } from '@quicpool/client';
+import { QuicClient, SessionManager } from '@quicpool/client';
 import { startDaemon } from './daemon.js';
 import type { Daemon } from './daemon.js';
 
@@ -69,13 +69,16 @@ async function overQuic(user: string, cert: boolean, password?: string): Promise
     manager = new SessionManager({ endpoints: [`127.0.0.1:${port}`], serverName: 'localhost', ca, ...(cert ? { cert: agent.certPem, key: agent.keyPem } : {}) });
     managers.set(cert, manager);
   }
-  const pool = new QuicPool({ user, database: upstream.database, ...(password !== undefined ? { password } : {}), quic: manager });
+  const c = new QuicClient({ user, database: upstream.database, ...(password !== undefined ? { password } : {}), sessions: manager });
+  c.on('error', () => undefined);
   try {
-    return (await pool.query<{ u: string }>('select current_user as u')).rows[0]!.u;
+    await c.connect();
+    return (await c.query<{ u: string }>('select current_user as u')).rows[0]!.u;
   } catch (e) {
     return (e as { code?: string }).code ?? 'error';
   } finally {
-    await pool.end();
+    // Also after a refused login: ending the client ends its stream (pg leaves it half-open).
+    await c.end().catch(() => undefined);
   }
 }
 
