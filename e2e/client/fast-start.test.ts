@@ -11,11 +11,14 @@ import { pgInfo, quicOptions, rejection, scramLogin, startQuicPooler, trustLogin
 import type { TestPooler } from './helpers.js';
 
 let p: TestPooler;
+/** A pooler with the read-only 0-RTT policy. */
+let ro: TestPooler;
 beforeAll(async () => {
-  p = await startQuicPooler();
+  [p, ro] = await Promise.all([startQuicPooler(), startQuicPooler({ earlyData: 'read-only' })]);
 });
 afterAll(async () => {
   await p.close();
+  await ro.close();
 });
 
 interface Trace {
@@ -155,4 +158,51 @@ describe('pipelined startup (fast first query)', () => {
       await manager.close();
     }
   }, 20_000);
+
+  it("fastStart 'early-data': StartupMessage and first query together in 0-RTT; a write in it runs exactly once", async () => {
+    for (const [name, pooler] of [['read-only', ro], ['wait', p]] as const) {
+      const table = `e2e_early_${name.replace('-', '_')}`;
+      const tickets = new QuicTicketStore();
+      const hints = new StartupHints();
+      const warmup = new SessionManager(await quicOptions([pooler.endpoint], { tickets, startupHints: hints }));
+      const admin = new QuicClient({ ...scramLogin, sessions: warmup });
+      await admin.connect();
+      await admin.query(`drop table if exists ${table}; create table ${table} (x int); grant all on ${table} to public`);
+      await admin.end();
+      const w = new QuicClient({ ...trustLogin, sessions: warmup });
+      await w.connect(); // learns that the trust login needs no password
+      await w.end();
+      await until(() => tickets.size === 1);
+      await warmup.close();
+
+      const manager = new SessionManager(await quicOptions([pooler.endpoint], { tickets, startupHints: hints }));
+      const { source, traces } = tracing(manager);
+      try {
+        const c = new QuicClient({ ...trustLogin, sessions: source, fastStart: 'early-data' });
+        await c.connect();
+        expect((await c.query('select 6 as x')).rows[0].x).toBe(6);
+        expect(c.startupPipelined).toBe(true);
+        expect(traces[0]!.earlyData).toBe(true);
+        expect(traces[0]!.confirmedAtQuery).toBe(false); // the query rode in the 0-RTT flight
+        await c.end();
+      } finally {
+        await manager.close();
+      }
+      // A write as the first query of a resumed connection, in 0-RTT: the pooler holds it until the
+      // handshake is confirmed (under both policies), and it runs exactly once.
+      const again = new SessionManager(await quicOptions([pooler.endpoint], { tickets, startupHints: hints }));
+      const second = tracing(again);
+      try {
+        const wr = new QuicClient({ ...trustLogin, sessions: second.source, fastStart: 'early-data' });
+        await wr.connect();
+        await wr.query(`insert into ${table} values (1)`);
+        expect(second.traces[0]!.earlyData).toBe(true);
+        expect(second.traces[0]!.confirmedAtQuery).toBe(false);
+        expect((await wr.query(`select count(*)::int as n from ${table}`)).rows[0].n).toBe(1);
+        await wr.end();
+      } finally {
+        await again.close();
+      }
+    }
+  }, 30_000);
 });

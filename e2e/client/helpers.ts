@@ -28,12 +28,13 @@ export interface TestPooler {
   close(): Promise<void>;
 }
 
-export async function startQuicPooler(o: { maxStreamsPerConnection?: number; poolSize?: number } = {}): Promise<TestPooler> {
+export async function startQuicPooler(o: { maxStreamsPerConnection?: number; poolSize?: number; earlyData?: 'wait' | 'read-only' } = {}): Promise<TestPooler> {
   const certs = await devCerts();
   const pooler = createPooler({
     server: { host: pgInfo.host, port: pgInfo.port },
     users: { [pgInfo.user]: { password: pgInfo.password }, [pgInfo.trustUser]: { auth: 'trust' } },
     pool: { poolSize: o.poolSize ?? 10, queryWaitTimeoutMs: 20_000 },
+    ...(o.earlyData !== undefined ? { earlyData: o.earlyData } : {}),
   });
   const listener = await QuicListener.listen({
     cert: certs.certPem, key: certs.keyPem, host: '127.0.0.1', port: 0,

@@ -13,10 +13,14 @@
 // If the pooler asks for a password after all (its configuration changed), the pipelined query
 // fails with the pooler's protocol-violation error and the hint is forgotten.
 //
-// Never in 0-RTT early data: a query could be replayed by anyone who recorded the first flight.
-// On a connection still in its handshake the early ReadyForQuery waits for the handshake to
-// complete, so only the StartupMessage rides in the 0-RTT flight and the query leaves with the
-// client's handshake Finished.
+// By default not in 0-RTT early data: a query could be replayed by anyone who recorded the first
+// flight. On a connection still in its handshake the early ReadyForQuery waits for the handshake
+// to complete, so only the StartupMessage rides in the 0-RTT flight and the query leaves with the
+// client's handshake Finished. With `fastStart: 'early-data'` the query rides in 0-RTT too: a
+// quicpool pooler never lets anything from early data change data before the handshake is
+// confirmed (it waits; with `earlyData = "read-only"` it answers a single read-only query at once
+// inside a READ ONLY transaction), so a replay cannot write; see docs/security.md for what a
+// replay can still cause, and never use it against a server without that policy.
 import type { QuicSessionStream } from '@quicpool/transport';
 
 /** Remembers which (user, database) logins the pooler accepted without asking for a password. */
@@ -41,6 +45,9 @@ export class StartupHints {
     return this.noPassword.size;
   }
 }
+
+/** `true`: pipelined after the handshake; 'early-data': in 0-RTT too; `false`: off. */
+export type FastStartMode = boolean | 'early-data';
 
 /** The parts of pg's Connection (pg 8.x) this module relies on. */
 export interface PgConnectionInternals {
@@ -69,6 +76,7 @@ export function pipelineStartup(
   hints: StartupHints,
   key: string,
   onSettled: (pipelined: boolean) => void = () => undefined,
+  inEarlyData = false,
 ): void {
   let phase: Phase = { kind: 'login', askedForPassword: false };
   const emit = con.emit.bind(con);
@@ -95,7 +103,7 @@ export function pipelineStartup(
       emit('readyForQuery', { name: 'readyForQuery', length: 5, status: 'I' });
     };
     // pg is still inside its own handler; answer on the next tick, as a socket would.
-    if (stream.isHandshakeConfirmed) process.nextTick(ready);
+    if (stream.isHandshakeConfirmed || inEarlyData) process.nextTick(ready);
     else stream.handshakeConfirmed().then(ready, () => undefined);
   };
 

@@ -12,4 +12,4 @@ export type { QuicPoolConfig, PoolTransport } from './pg-pool.js';
 export { postgresSocket } from './postgres-js.js';
 export type { PostgresSocketFactory } from './postgres-js.js';
 export { StartupHints, pipelineStartup } from './fast-start.js';
-export type { PgConnectionInternals } from './fast-start.js';
+export type { FastStartMode, PgConnectionInternals } from './fast-start.js';

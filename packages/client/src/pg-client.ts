@@ -9,7 +9,7 @@ import { forNodePostgres } from '@quicpool/transport';
 import type { QuicSessionStream } from '@quicpool/transport';
 import type { SessionSource } from './session-manager.js';
 import { pipelineStartup, StartupHints } from './fast-start.js';
-import type { PgConnectionInternals } from './fast-start.js';
+import type { FastStartMode, PgConnectionInternals } from './fast-start.js';
 import { withoutTlsParameters } from './ssl-settings.js';
 import { discardStream } from './waiters.js';
 
@@ -18,9 +18,12 @@ export interface QuicClientConfig extends Omit<pg.ClientConfig, 'stream' | 'ssl'
   readonly sessions: SessionSource;
   /**
    * Send the first query in the same flight as the last login message instead of waiting for
-   * the startup's ReadyForQuery (see fast-start.ts). Default true.
+   * the startup's ReadyForQuery (see fast-start.ts). Default true. 'early-data': also on a
+   * resumed connection still in its handshake, so StartupMessage and first query ride together
+   * in 0-RTT; a pooler with `earlyData = "read-only"` answers a read-only first query at once
+   * (first row in one round trip), any other waits for the handshake at the pooler.
    */
-  readonly fastStart?: boolean;
+  readonly fastStart?: FastStartMode;
 }
 
 /** Stands in for the socket until a session stream is acquired; pg never writes to it. */
@@ -44,7 +47,7 @@ export class QuicClient extends pg.Client {
   private readonly sessions: SessionSource;
   private readonly placeholder: PendingSocket;
   private acquireStarted = false;
-  private readonly fastStart: boolean;
+  private readonly fastStart: FastStartMode;
   private pipelined: boolean | null = null;
 
   constructor(config: QuicClientConfig) {
@@ -106,11 +109,11 @@ export class QuicClient extends pg.Client {
         self.connection.stream = forNodePostgres(stream);
         this.placeholder.destroy();
         const hints = this.sessions.startupHints;
-        if (this.fastStart && hints !== undefined) {
+        if (this.fastStart !== false && hints !== undefined) {
           const key = StartupHints.key(self.user, self.database);
           pipelineStartup(self.connection, stream, hints, key, (pipelined) => {
             this.pipelined = pipelined;
-          });
+          }, this.fastStart === 'early-data');
         }
         connectPg();
       },

@@ -8,6 +8,7 @@ import { SessionManager } from './session-manager.js';
 import type { SessionManagerOptions } from './options.js';
 import { QuicClient } from './pg-client.js';
 import type { QuicClientConfig } from './pg-client.js';
+import type { FastStartMode } from './fast-start.js';
 
 export type PoolTransport = 'quic' | 'tcp' | 'tls';
 
@@ -19,8 +20,11 @@ export interface QuicPoolConfig extends Omit<pg.PoolConfig, 'Client' | 'stream'>
    * or a SessionManager shared with other pools (closed by you).
    */
   readonly quic?: SessionManagerOptions | SessionManager;
-  /** QUIC: send a new session's first query right behind its last login message (QuicClient's `fastStart`). Default true. */
-  readonly fastStart?: boolean;
+  /**
+   * QUIC: send a new session's first query right behind its last login message (QuicClient's
+   * `fastStart`). Default true; 'early-data' also in 0-RTT on a resumed connection.
+   */
+  readonly fastStart?: FastStartMode;
 }
 
 interface PendingItem {

@@ -1,7 +1,7 @@
 export { DEFAULT_POOL_SETTINGS, resolvePoolSettings, SettingError } from './config/pool-settings.js';
 export type { PoolMode, PoolSettings } from './config/pool-settings.js';
 export { resolvePoolerConfig, ConfigError } from './config/pooler-config.js';
-export type { AuthMethod, AuthQueryConfig, DatabaseConfig, PoolerConfig, ResolvedPoolerConfig, ResolvedUser, ServerTlsConfig, UserConfig } from './config/pooler-config.js';
+export type { AuthMethod, AuthQueryConfig, DatabaseConfig, EarlyDataPolicy, PoolerConfig, ResolvedPoolerConfig, ResolvedUser, ServerTlsConfig, UserConfig } from './config/pooler-config.js';
 export { createPooler } from './server.js';
 export type { CloseOptions, Pooler, PoolerOptions, PoolerStats } from './server.js';
 export type { Clock, Timer } from './core/clock.js';

@@ -3,7 +3,7 @@
 // TLS, which the daemon has no listener for), and the quicpool client over QUIC.
 import pg from 'pg';
 import { QuicPool, SessionManager } from '@quicpool/client';
-import type { StartupHints } from '@quicpool/client';
+import type { FastStartMode, StartupHints } from '@quicpool/client';
 import type { SessionManagerOptions } from '@quicpool/client';
 import type { QuicTicketStore } from '@quicpool/transport';
 
@@ -46,6 +46,6 @@ export interface ClientMemory {
 }
 
 /** A QuicPool on its own manager. */
-export function quicPool(login: Login, max: number, manager: SessionManager, fastStart = true): QuicPool {
+export function quicPool(login: Login, max: number, manager: SessionManager, fastStart: FastStartMode = true): QuicPool {
   return new QuicPool({ ...login, max, idleTimeoutMillis: 0, quic: manager, fastStart });
 }

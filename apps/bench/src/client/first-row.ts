@@ -5,12 +5,17 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { QuicClient, SessionManager, StartupHints } from '@quicpool/client';
+import type { FastStartMode } from '@quicpool/client';
 import { QuicTicketStore } from '@quicpool/transport';
 import type { BenchTargets, ClientMemory, Login } from './connect.js';
 import { quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
 
-/** quic0rttPgStartup: 0-RTT with `fastStart: false` (pg's own startup: the query waits for ReadyForQuery). */
-export type ColdPath = 'tcpTls' | 'quic' | 'quic0rtt' | 'quic0rttPgStartup';
+/**
+ * quic0rttPgStartup: 0-RTT with `fastStart: false` (pg's own startup: the query waits for ReadyForQuery).
+ * quic0rttReadOnly: 0-RTT with `fastStart: 'early-data'` (StartupMessage and query in the 0-RTT
+ * flight) to a pooler with `quic.early_data = "read-only"` (answers before the handshake is confirmed).
+ */
+export type ColdPath = 'tcpTls' | 'quic' | 'quic0rtt' | 'quic0rttPgStartup' | 'quic0rttReadOnly';
 
 export interface ColdStartResult {
   readonly trials: number;
@@ -18,7 +23,7 @@ export interface ColdStartResult {
   readonly ms: Record<ColdPath, number>;
   /** ms / the path's measured RTT. */
   readonly rtts: Record<ColdPath, number>;
-  /** Every 0-RTT trial really resumed (ticket accepted) and its stream went out as early data. */
+  /** Every 0-RTT trial really resumed (ticket accepted) and its stream went out as early data (read-only path included). */
   readonly resumedEveryTime: boolean;
   readonly earlyDataEveryTime: boolean;
   /** Every trial's first query left right behind the last login message. */
@@ -88,7 +93,7 @@ interface QuicFirstRow {
  * A new manager (nothing open) with what the client remembers: nothing = a client that never
  * talked to this pooler (full handshake); the previous run's ticket and login hints = 0-RTT.
  */
-async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory, fastStart = true): Promise<QuicFirstRow> {
+async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory, fastStart: FastStartMode = true): Promise<QuicFirstRow> {
   const { tickets } = memory;
   const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1 }, memory));
   const pool = quicPool(login, 1, manager, fastStart);
@@ -110,12 +115,16 @@ async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory,
   }
 }
 
-/** `trials` rounds of (TCP+TLS, QUIC full, QUIC 0-RTT), interleaved; medians. */
-export async function measureColdStart(t: BenchTargets, login: Login, rtt: PathRtts, trials: number, onTrial: (line: string) => void = () => undefined): Promise<ColdStartResult> {
+/**
+ * `trials` rounds of (TCP+TLS, QUIC full, QUIC 0-RTT, 0-RTT pg startup, 0-RTT read-only), interleaved;
+ * medians. `readOnly`: the same path to a pooler with the read-only 0-RTT policy.
+ */
+export async function measureColdStart(t: BenchTargets, readOnly: BenchTargets, login: Login, rtt: PathRtts, trials: number, onTrial: (line: string) => void = () => undefined): Promise<ColdStartResult> {
   const tcp: number[] = [];
   const full: number[] = [];
   const zero: number[] = [];
   const zeroPg: number[] = [];
+  const zeroRo: number[] = [];
   let resumedEveryTime = true;
   let earlyDataEveryTime = true;
   let pipelinedFull = true;
@@ -130,13 +139,18 @@ export async function measureColdStart(t: BenchTargets, login: Login, rtt: PathR
     zeroPg.push(pgStartup.ms);
     const resumed = await quicFirstRow(t, login, memory);
     zero.push(resumed.ms);
-    resumedEveryTime &&= resumed.resumed && pgStartup.resumed;
-    earlyDataEveryTime &&= resumed.earlyData && pgStartup.earlyData;
-    onTrial(`  trial ${i + 1}: TCP+TLS ${tcp.at(-1)!.toFixed(0)} ms, QUIC full ${fresh.ms.toFixed(0)} ms, 0-RTT ${resumed.ms.toFixed(0)} ms, 0-RTT pg startup ${pgStartup.ms.toFixed(0)} ms`);
+    // The read-only pooler: a first connection for its ticket, then the resumed one.
+    const roMemory: ClientMemory = { tickets: new QuicTicketStore(), hints: new StartupHints() };
+    await quicFirstRow(readOnly, login, roMemory);
+    const ro = await quicFirstRow(readOnly, login, roMemory, 'early-data');
+    zeroRo.push(ro.ms);
+    resumedEveryTime &&= resumed.resumed && pgStartup.resumed && ro.resumed;
+    earlyDataEveryTime &&= resumed.earlyData && pgStartup.earlyData && ro.earlyData;
+    onTrial(`  trial ${i + 1}: TCP+TLS ${tcp.at(-1)!.toFixed(0)} ms, QUIC full ${fresh.ms.toFixed(0)} ms, 0-RTT ${resumed.ms.toFixed(0)} ms, 0-RTT pg startup ${pgStartup.ms.toFixed(0)} ms, 0-RTT read-only ${ro.ms.toFixed(0)} ms`);
     pipelinedFull &&= fresh.pipelined;
     pipelinedZero &&= resumed.pipelined;
   }
-  const ms = { tcpTls: median(tcp), quic: median(full), quic0rtt: median(zero), quic0rttPgStartup: median(zeroPg) };
+  const ms = { tcpTls: median(tcp), quic: median(full), quic0rtt: median(zero), quic0rttPgStartup: median(zeroPg), quic0rttReadOnly: median(zeroRo) };
   return {
     trials,
     ms,
@@ -145,6 +159,7 @@ export async function measureColdStart(t: BenchTargets, login: Login, rtt: PathR
       quic: ms.quic / rtt.quicMs,
       quic0rtt: ms.quic0rtt / rtt.quicMs,
       quic0rttPgStartup: ms.quic0rttPgStartup / rtt.quicMs,
+      quic0rttReadOnly: ms.quic0rttReadOnly / rtt.quicMs,
     },
     resumedEveryTime,
     earlyDataEveryTime,

@@ -75,7 +75,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
   log(`${machineLine(machine)}; open-file limit ${limit ?? 'unknown'}`);
   const pg = await startPostgres({ settings: { max_connections: String(Math.max(100, o.poolSize * 2 + 20)) } });
   let pooler: RunningDaemon | null = null;
+  let readOnlyPooler: RunningDaemon | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-'));
+  const readOnlyStateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-ro-'));
   const wans: RunningRelay[] = [];
   try {
     const info = pg.info;
@@ -96,6 +98,21 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
     const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
+    // A second daemon with the read-only 0-RTT policy (only the cold start's read-only path uses it).
+    let readOnlyWan: BenchTargets = wan;
+    if (o.parts.cold) {
+      readOnlyPooler = await startDaemon({
+        listenHost: '127.0.0.1',
+        upstream: { host: info.host, port: info.port },
+        users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+        poolSize: 4,
+        stateDir: readOnlyStateDir,
+        settings: { quic: { early_data: 'read-only' } },
+      });
+      const roUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
+      wans.push(roUdp);
+      readOnlyWan = { ...wan, quicPort: roUdp.port, caPem: readOnlyPooler.caPem };
+    }
     log(`WAN emulator: ${o.oneWayMs} ms each way; its own probe RTT ${wanTcp.measuredRtt?.medianMs ?? '?'} ms (tcp), ${wanUdp.measuredRtt?.medianMs ?? '?'} ms (udp)`);
 
     const loadStart = load1();
@@ -104,9 +121,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     let cold: { trust: ColdStartResult; scram: ColdStartResult } | null = null;
     if (o.parts.cold) {
       log(`(a) cold start to first row, ${o.trials} trials, trust ...`);
-      const coldTrust = await measureColdStart(wan, trust, rtt, o.trials, log);
+      const coldTrust = await measureColdStart(wan, readOnlyWan, trust, rtt, o.trials, log);
       log(`(a) cold start to first row, ${o.trials} trials, SCRAM-SHA-256 ...`);
-      cold = { trust: coldTrust, scram: await measureColdStart(wan, scram, rtt, o.trials, log) };
+      cold = { trust: coldTrust, scram: await measureColdStart(wan, readOnlyWan, scram, rtt, o.trials, log) };
     }
     let idle: { tcp: IdleResult; quic: IdleResult } | null = null;
     if (o.parts.idle) {
@@ -137,7 +154,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       const coldTrust = cold?.trust;
       const coldScram = cold?.scram;
       const r2 = (x: number): number => Math.round(x * 100) / 100;
-      const each = (v: Record<ColdPath, number>) => ({ tcpTls: r2(v.tcpTls), quic: r2(v.quic), quic0rtt: r2(v.quic0rtt), quic0rttPgStartup: r2(v.quic0rttPgStartup) });
+      const each = (v: Record<ColdPath, number>) => ({ tcpTls: r2(v.tcpTls), quic: r2(v.quic), quic0rtt: r2(v.quic0rtt), quic0rttPgStartup: r2(v.quic0rttPgStartup), quic0rttReadOnly: r2(v.quic0rttReadOnly) });
       const rtts = (c: ColdStartResult) => each(c.rtts);
       const ms = (c: ColdStartResult) => each(c.ms);
       process.stdout.write(`${JSON.stringify({
@@ -171,8 +188,10 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
   } finally {
     for (const w of wans) await w.stop();
     await pooler?.stop();
+    await readOnlyPooler?.stop();
     await pg.stop();
     rmSync(stateDir, { recursive: true, force: true });
+    rmSync(readOnlyStateDir, { recursive: true, force: true });
   }
 }
 
@@ -184,10 +203,10 @@ function row(out: string[], label: string, t: string, q: string, r = ''): void {
 }
 
 function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult, scram: ColdStartResult): void {
-  out.push(`(a) cold start to first row (median of ${o.trials})            TCP+TLS         QUIC full        QUIC 0-RTT  0-RTT, pg startup`);
+  out.push(`(a) cold start to first row (median of ${o.trials})            TCP+TLS         QUIC full        QUIC 0-RTT  0-RTT, pg startup  0-RTT, read-only`);
   for (const [name, c] of [['trust', trust], ['SCRAM-SHA-256', scram]] as const) {
     const f = (p: ColdPath): string => `${c.rtts[p].toFixed(2)} RTT ${c.ms[p].toFixed(0).padStart(4)} ms`;
-    out.push(`    ${name.padEnd(32)}${cell(f('tcpTls'), 18)}${cell(f('quic'), 18)}${cell(f('quic0rtt'), 18)}${cell(f('quic0rttPgStartup'), 18)}`);
+    out.push(`    ${name.padEnd(32)}${cell(f('tcpTls'), 18)}${cell(f('quic'), 18)}${cell(f('quic0rtt'), 18)}${cell(f('quic0rttPgStartup'), 18)}${cell(f('quic0rttReadOnly'), 18)}`);
   }
   const zr = trust.resumedEveryTime && scram.resumedEveryTime ? 'yes' : 'NO';
   const ed = trust.earlyDataEveryTime && scram.earlyDataEveryTime ? 'yes' : 'NO';
@@ -195,6 +214,7 @@ function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult,
   const pl = (c: ColdStartResult): string => `full ${c.pipelined.quic ? 'yes' : 'no'}, 0-RTT ${c.pipelined.quic0rtt ? 'yes' : 'no'}`;
   out.push(`    first query sent behind the last login message (fast start): trust ${pl(trust)}; SCRAM ${pl(scram)}`);
   out.push('    "0-RTT, pg startup": the same resumed connection with fastStart: false (the query waits for ReadyForQuery)');
+  out.push('    "0-RTT, read-only": fastStart: \'early-data\' (StartupMessage and select 1 in the 0-RTT flight) to a second daemon with quic.early_data = "read-only"');
   out.push("    TCP: the relay accepts the connection locally, so the TCP handshake's own round trip is not emulated (a real path adds 1 RTT); TLS starts after SSLRequest (+1 RTT), the only way the daemon serves it");
   out.push('');
 }

@@ -43,13 +43,14 @@ export const SCHEMA = {
     cert_file: k('string', null, false, 'Server certificate chain (PEM) for TLS and QUIC. Unset: a development CA and certificate are generated in the state folder.'),
     key_file: k('string', null, false, 'Private key (PEM) of cert_file.'),
     server_names: k('string[]', ['localhost', '127.0.0.1', '::1'], false, 'Names in the generated development certificate (QUIC clients verify a DNS name).'),
+    client_ca_file: k('string', null, false, 'CA certificates (PEM) that client certificates must chain to, for users with auth = "cert". Set: QUIC and TLS clients are asked for a certificate; on QUIC one that does not verify fails the handshake, on TLS over TCP it is ignored (the session then has none); clients without one connect as before (password users are unaffected). Unset: no client certificates.'),
   },
   quic: {
     alpn: k('string[]', ['pgsql/3'], false, 'ALPN protocols accepted on QUIC.'),
     idle_timeout_ms: k('int', 30_000, false, 'QUIC connection idle timeout (ms; 0 = none).'),
     max_streams_per_connection: k('int', 1000, false, 'Concurrent sessions (bidirectional streams) per QUIC connection.'),
     max_connections: k('int', 10_000, false, 'QUIC connections accepted at once.'),
-    early_data: k('enum', 'accept', false, '0-RTT streams: "accept" (handed out at once, marked) or "defer" (until the handshake is confirmed).', ['accept', 'defer']),
+    early_data: k('enum', 'accept', false, 'Sessions that begin in 0-RTT early data (replayable): "accept" (startup and login run at once, nothing reaches PostgreSQL before the handshake is confirmed), "read-only" (as accept, and single read-only simple queries - SELECT, WITH, VALUES, TABLE, SHOW - run before confirmation inside a READ ONLY transaction the pooler opens: first row in one round trip; see docs/security.md for what a replay can still cause), "defer" (early streams are handed to the pooler only once the handshake is confirmed).', ['accept', 'read-only', 'defer']),
   },
   pool: {
     mode: k('enum', 'transaction', true, 'When a client gets a server connection: per transaction or for its whole session.', ['transaction', 'session']),
@@ -107,8 +108,10 @@ export type Section = keyof typeof SCHEMA;
 export const USER_KEYS = {
   password: { type: 'string', default: null, doc: 'Plaintext password: every auth method, and the server login.', live: true, secret: true },
   scram_secret: { type: 'string', default: null, doc: 'A Postgres SCRAM-SHA-256 secret (pg_authid.rolpassword) instead of password. Without server_password the pooler logs in to the server with the keys of the client\'s SCRAM proof, which works when this is the server\'s own secret for the user.', live: true, secret: true },
-  auth: { type: 'enum', default: 'scram-sha-256', doc: 'Client auth method.', live: true, values: ['scram-sha-256', 'md5', 'password', 'trust'] },
+  auth: { type: 'enum', default: 'scram-sha-256', doc: 'Client auth method. "cert": the session\'s QUIC or TLS connection presented a client certificate that verified against tls.client_ca_file and is listed in cert_common_names or cert_fingerprints; no password (anything else: FATAL 28000).', live: true, values: ['scram-sha-256', 'md5', 'password', 'trust', 'cert'] },
   server_password: { type: 'string', default: null, doc: 'Password for the server login (default: password; without either, the keys of the client\'s SCRAM proof). When the server refuses it the client gets 08004 "pooler could not log in to the server as ..." (never 28P01, which means its own password was wrong) and the log says why.', live: true, secret: true },
+  cert_common_names: { type: 'string[]', default: [], doc: 'auth = "cert": subject common names (CN) of the client certificates that may log in as this user.', live: true },
+  cert_fingerprints: { type: 'string[]', default: [], doc: 'auth = "cert": SHA-256 fingerprints of client certificates that may log in as this user ("AB:CD:..." as openssl x509 -fingerprint -sha256 prints it; colons and case optional).', live: true },
 } as const satisfies Record<string, KeySpec>;
 
 export type UserKey = keyof typeof USER_KEYS;

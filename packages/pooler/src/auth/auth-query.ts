@@ -13,6 +13,9 @@ import type { AuthQuerySettings, ResolvedUser } from '../config/pooler-config.js
 import type { EncodedError } from '../session/types.js';
 import { parseScramSecret } from './scram.js';
 
+/** Users found by auth_query map no certificates. */
+const NO_NAMES: ReadonlySet<string> = new Set();
+
 /** The lookup connection's pool, as this module uses it. */
 export interface LookupPool {
   acquire(w: Waiter): void;
@@ -155,14 +158,14 @@ class Lookup implements Waiter, BackendOwner {
     this.fail(`auth_query connection lost: ${reason}`, false);
   }
 
-  /** The first row as a user: a SCRAM-SHA-256 secret is what it takes. */
+  /** The first row as a user: a SCRAM-SHA-256 secret is what it takes (never `cert`: no certificate map). */
   private result(): Omit<Entry, 'expiresAt'> {
     const secret = this.row?.[1];
     if (this.row === null) return { user: undefined, reason: 'no such user (auth_query found no row)' };
     if (secret === null || secret === undefined) return { user: undefined, reason: 'auth_query found the user without a password' };
     const scram = parseScramSecret(secret.toString('utf8'));
     if (scram === undefined) return { user: undefined, reason: 'auth_query returned a secret that is not SCRAM-SHA-256 (md5 and plaintext are not used)' };
-    return { user: { name: this.name, auth: 'scram-sha-256', password: undefined, scram, md5: undefined, serverPassword: undefined }, reason: '' };
+    return { user: { name: this.name, auth: 'scram-sha-256', password: undefined, scram, md5: undefined, serverPassword: undefined, certCommonNames: NO_NAMES, certFingerprints: NO_NAMES }, reason: '' };
   }
 
   private fail(reason: string, closeBackend: boolean): void {

@@ -2,6 +2,7 @@
 // `resolvePoolerConfig` fills defaults, checks every value and precomputes secrets once, so the
 // session code never parses configuration on a client's time.
 import type { TlsServerOptions } from '@quicpool/transport';
+import { canonicalFingerprint256 } from '@quicpool/transport';
 import type { ServerAddress, ServerTls } from '../backend/dial.js';
 import { md5Secret } from '../auth/md5.js';
 import { parseScramSecret, scramSecretFromPassword } from '../auth/scram.js';
@@ -9,8 +10,12 @@ import type { ScramSecret } from '../auth/scram.js';
 import type { PoolSettings } from './pool-settings.js';
 import { resolvePoolSettings, SettingError } from './pool-settings.js';
 
-/** How a client proves who it is (names as in pg_hba.conf). */
-export type AuthMethod = 'scram-sha-256' | 'md5' | 'password' | 'trust';
+/**
+ * How a client proves who it is (names as in pg_hba.conf). 'cert': the session's connection
+ * (QUIC, or TLS over TCP) presented a client certificate that verified against the listener's
+ * client CA and is mapped to this user (`certCommonNames` / `certFingerprints`); no password.
+ */
+export type AuthMethod = 'scram-sha-256' | 'md5' | 'password' | 'trust' | 'cert';
 
 export interface UserConfig {
   /** Plaintext password: allows every method, and logs in to the server. */
@@ -21,6 +26,10 @@ export interface UserConfig {
   readonly auth?: AuthMethod;
   /** Password the pooler uses to log in to the real server as this user; default `password`. */
   readonly serverPassword?: string;
+  /** `auth: 'cert'`: subject common names (CN) of the client certificates that may log in as this user. */
+  readonly certCommonNames?: readonly string[];
+  /** `auth: 'cert'`: SHA-256 fingerprints (hex, colons optional) of client certificates that may log in as this user. */
+  readonly certFingerprints?: readonly string[];
 }
 
 /** TLS to the server: verified (`verify-full`) unless `mode: 'require'` says encrypted only. */
@@ -116,7 +125,17 @@ export interface PoolerConfig {
    * up. 0 answers at once. Default 500.
    */
   readonly authFailureDelayMs?: number;
+  /**
+   * Sessions whose first bytes arrived as QUIC 0-RTT early data (which an attacker may replay):
+   * 'wait' (default): nothing reaches a backend before the handshake is confirmed;
+   * 'read-only': before confirmation, single read-only statements of the simple protocol
+   * (SELECT, WITH, VALUES, TABLE, SHOW) run inside a READ ONLY transaction the pooler opens;
+   * everything else waits (see docs/security.md for what a replay can still cause).
+   */
+  readonly earlyData?: EarlyDataPolicy;
 }
+
+export type EarlyDataPolicy = 'wait' | 'read-only';
 
 export interface ResolvedUser {
   readonly name: string;
@@ -126,6 +145,9 @@ export interface ResolvedUser {
   /** "md5..." secret, only when a plaintext password is configured. */
   readonly md5: string | undefined;
   readonly serverPassword: string | undefined;
+  /** `auth: 'cert'`: the certificates mapped to this user (CNs, and fingerprints as `AA:BB:...`). */
+  readonly certCommonNames: ReadonlySet<string>;
+  readonly certFingerprints: ReadonlySet<string>;
 }
 
 export interface ResolvedPoolerConfig {
@@ -143,6 +165,7 @@ export interface ResolvedPoolerConfig {
   readonly maxMessageSize: number;
   readonly authTimeoutMs: number;
   readonly authFailureDelayMs: number;
+  readonly earlyData: EarlyDataPolicy;
 }
 
 export class ConfigError extends Error {
@@ -168,6 +191,11 @@ function resolveUser(name: string, u: UserConfig): ResolvedUser {
       break;
     case 'trust':
       break;
+    case 'cert':
+      if ((u.certCommonNames?.length ?? 0) + (u.certFingerprints?.length ?? 0) === 0) {
+        throw new ConfigError(`users.${name}: cert needs the certificates that may log in as ${name} (certCommonNames or certFingerprints; in TOML cert_common_names or cert_fingerprints)`);
+      }
+      break;
     default: {
       const never: never = auth;
       throw new ConfigError(`users.${name}.auth: unknown method ${JSON.stringify(never)}`);
@@ -180,6 +208,12 @@ function resolveUser(name: string, u: UserConfig): ResolvedUser {
     scram,
     md5: u.password === undefined ? undefined : md5Secret(name, u.password),
     serverPassword: u.serverPassword ?? u.password,
+    certCommonNames: new Set(u.certCommonNames ?? []),
+    certFingerprints: new Set((u.certFingerprints ?? []).map((fp) => {
+      const canonical = canonicalFingerprint256(fp);
+      if (canonical === null) throw new ConfigError(`users.${name}.certFingerprints: ${JSON.stringify(fp)} is not a SHA-256 fingerprint (64 hex digits)`);
+      return canonical;
+    })),
   };
 }
 
@@ -195,6 +229,11 @@ function resolveServerTls(host: string, t: ServerTlsConfig): ServerTls {
     ...(t.cert !== undefined ? { cert: t.cert } : {}),
     ...(t.key !== undefined ? { key: t.key } : {}),
   };
+}
+
+function earlyDataPolicy(v: EarlyDataPolicy): EarlyDataPolicy {
+  if (v !== 'wait' && v !== 'read-only') throw new ConfigError(`earlyData: must be 'wait' or 'read-only', got ${JSON.stringify(v)}`);
+  return v;
 }
 
 function count(key: string, value: number, min: number): number {
@@ -257,5 +296,6 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     maxMessageSize: count('maxMessageSize', c.maxMessageSize ?? 64 * 1024 * 1024, 1024),
     authTimeoutMs: count('authTimeoutMs', c.authTimeoutMs ?? 60_000, 1),
     authFailureDelayMs: count('authFailureDelayMs', c.authFailureDelayMs ?? 500, 0),
+    earlyData: earlyDataPolicy(c.earlyData ?? 'wait'),
   };
 }

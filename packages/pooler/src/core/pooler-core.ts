@@ -142,6 +142,8 @@ export class PoolerCore {
       ignoreStartupParametersKey: config.ignoreStartupParametersKey,
       lookupUser: (name) => config.users.get(name) ?? (config.authQuery === undefined ? undefined : this.authQuery.cached(name)),
       describeUnknownUser: (name) => (config.authQuery === undefined ? 'no such user in the config' : `not in the config; ${this.authQuery.reason(name)}`),
+      peerCertificate: () => client.info.tls?.peerCertificate ?? null,
+      readOnlyEarlyData: config.earlyData === 'read-only' && client.info.quic?.earlyData === true,
       admit: (database, user) => {
         const refused = this.admit(database, user);
         if (refused === undefined || refused.afterAuthentication === true) {

@@ -78,10 +78,22 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     this.bind(stream);
     // Startup and authentication are bounded in time (Postgres's authentication_timeout).
     this.setTimer('authentication', true);
+    if (this.session.guardsEarlyData) {
+      // Read-only 0-RTT policy: the session runs at once; it learns when nothing can be a replay.
+      const replay = stream.replayWindow();
+      if (replay === null) this.dispatch({ type: 'handshakeConfirmed' });
+      else replay.then(() => this.confirmed(), () => this.dispatch({ type: 'clientClosed' }));
+    }
   }
 
   get info(): SessionInfo {
     return this.stream.info;
+  }
+
+  /** Read-only 0-RTT policy: the handshake is confirmed; input paused while it waited flows again. */
+  private confirmed(): void {
+    this.dispatch({ type: 'handshakeConfirmed' });
+    if (this.session.phase !== 'waiting') this.resume(PAUSED_WAITING);
   }
 
   // --- ClientHandle ----------------------------------------------------------------------------
@@ -159,7 +171,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     try {
       this.decoder.push(chunk);
       this.drain();
-      if (this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
+      if ((this.session.phase === 'waiting' || this.session.awaitingConfirmation) && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
     } catch (e) {
       this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
     }
@@ -303,7 +315,9 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   }
 
   private onAuthenticated(database: string, user: string, scramKeys: ScramKeys | undefined): void {
-    const replay = this.stream.replayWindow();
+    // Under the read-only policy the session itself keeps writes away from the backend until the
+    // handshake is confirmed (see ClientSession.forwardReadOnly).
+    const replay = this.session.guardsEarlyData ? null : this.stream.replayWindow();
     if (replay !== null) {
       // 0-RTT replay policy: startup and authentication may run on early data (no side effects);
       // nothing reaches a backend before the QUIC handshake is confirmed, which a replayed

@@ -13,6 +13,7 @@ import { statementsOf } from '../prepared/statement-cache.js';
 import { ParameterSync, refusedParameter, resetsParameters, unreportedUnknown } from './parameter-sync.js';
 import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
 import { rejectedStatement } from './session-policy.js';
+import { BEGIN_READ_ONLY, COMMIT, runsBeforeConfirmation } from './read-only-early.js';
 import { StartupAuth } from './startup-auth.js';
 import type { StartupOwner } from './startup-auth.js';
 import { TransactionTracker } from './transaction.js';
@@ -72,6 +73,10 @@ export class ClientSession implements StartupOwner {
   private policy: SessionStatePolicy;
   private authenticatedOnce = false;
   private loggedIn = false;
+  /** Read-only 0-RTT policy: the handshake is not confirmed yet (see SessionContext.readOnlyEarlyData). */
+  private unconfirmed: boolean;
+  /** Client messages that wait for the handshake's confirmation, in order (the first one could not run early). */
+  private early: Buffer[] = [];
   /** The FATAL error the session sent last (what a failed login reports). */
   private lastError: { readonly sqlstate: string; readonly message: string } | null = null;
 
@@ -79,6 +84,7 @@ export class ClientSession implements StartupOwner {
     this.startup = new StartupAuth(ctx, this);
     this.tx = new TransactionTracker((a) => this.emit(a));
     this.policy = ctx.sessionStatePolicy ?? 'pin';
+    this.unconfirmed = ctx.readOnlyEarlyData === true;
     this.router =
       ctx.poolMode === 'transaction'
         ? new StatementRouter({
@@ -113,7 +119,15 @@ export class ClientSession implements StartupOwner {
   get pinnedReason(): string | null {
     return this.pinnedBy;
   }
-  /** Bytes of client messages waiting for a backend. */
+  /** The read-only early-data policy guards this session (the driver reports the confirmation). */
+  get guardsEarlyData(): boolean {
+    return this.ctx.readOnlyEarlyData === true;
+  }
+  /** Client messages wait for the handshake's confirmation. */
+  get awaitingConfirmation(): boolean {
+    return this.early.length > 0;
+  }
+  /** Bytes of client messages waiting for a backend (or for the handshake's confirmation). */
   get pendingBytes(): number {
     return this.pendingSize;
   }
@@ -184,6 +198,8 @@ export class ClientSession implements StartupOwner {
         // Its end after a Terminate: the answers still owed go out first (they may still be read).
         if (this.closeWhenAnswered) return;
         return this.close();
+      case 'handshakeConfirmed':
+        return this.onConfirmed();
       case 'shutdown':
         if (e.graceful && this.phase === 'attached' && (this.tx.running || this.tx.status !== 'I')) {
           this.closeAfterRelease = true;
@@ -240,6 +256,12 @@ export class ClientSession implements StartupOwner {
     if (type === MessageType.AuthenticationResponse) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'unexpected authentication response');
     if (this.closeWhenAnswered) return; // nothing follows a Terminate
     if (type === MessageType.Terminate) return this.terminate();
+    if (this.unconfirmed && this.phase !== 'startup' && (this.early.length > 0 || !runsBeforeConfirmation(type, m.bytes))) {
+      // Read-only 0-RTT policy: this (and everything after it, to keep the order) waits.
+      this.early.push(m.bytes);
+      this.pendingSize += m.bytes.length;
+      return;
+    }
     switch (this.phase) {
       case 'attached':
         return this.forward(type, m.bytes);
@@ -300,7 +322,39 @@ export class ClientSession implements StartupOwner {
     this.pendingSize += bytes.length;
   }
 
+  /** The handshake is confirmed: nothing can be a replay any more; what waited goes on, in order. */
+  private onConfirmed(): void {
+    if (!this.unconfirmed) return;
+    this.unconfirmed = false;
+    const early = this.early;
+    this.early = [];
+    for (const bytes of early) {
+      this.pendingSize -= bytes.length;
+      if (this.phase === 'closed') return;
+      this.onClientMessage({ type: bytes[0]!, bytes });
+    }
+  }
+
   private forward(type: number, message: Buffer): void {
+    if (this.unconfirmed && type === MessageType.Query) return this.forwardReadOnly(message);
+    this.forwardPlain(type, message);
+  }
+
+  /**
+   * Before confirmation (read-only policy; only single read-only statements get here): the query
+   * runs inside `BEGIN READ ONLY` ... `COMMIT` of the pooler's own, whose answers the client
+   * never sees, except the COMMIT's ReadyForQuery in place of the query's (status idle).
+   */
+  private forwardReadOnly(message: Buffer): void {
+    this.tx.ownStatement('own');
+    this.emit({ type: 'sendToBackend', bytes: BEGIN_READ_ONLY });
+    this.tx.ownStatement('wrapped');
+    this.forwardPlain(MessageType.Query, message);
+    this.tx.ownStatement('closing');
+    this.emit({ type: 'sendToBackend', bytes: COMMIT });
+  }
+
+  private forwardPlain(type: number, message: Buffer): void {
     let bytes = message;
     this.tx.forwarded(type);
     // Examined once (it scans the text): with the router the policy decides, without it only `dirty` matters.
@@ -437,6 +491,7 @@ export class ClientSession implements StartupOwner {
     this.release();
     this.phase = 'closed';
     this.pending = [];
+    this.early = [];
     this.pendingSize = 0;
     this.emit(CLIENT_IDLE_OFF);
     this.emit(IDLE_IN_TRANSACTION_OFF);

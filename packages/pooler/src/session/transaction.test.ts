@@ -68,6 +68,41 @@ describe('TransactionTracker', () => {
     expect(t.releaseFacts(false).busy).toBe(false);
   });
 
+  it('a wrapped query (read-only 0-RTT): BEGIN swallowed, the answer passes except its ReadyForQuery, the COMMIT\'s ReadyForQuery stands in', () => {
+    const { t } = tracker();
+    const wrapped = (): void => {
+      t.ownStatement('own');
+      t.ownStatement('wrapped');
+      t.forwarded(MessageType.Query);
+      t.ownStatement('closing');
+    };
+    wrapped();
+    wrapped(); // pipelined: the queue keeps the order
+    const passed: number[] = [];
+    const outcomes: string[] = [];
+    const feed = (type: number, status?: TransactionStatus): void => {
+      if (t.swallows(type)) return;
+      passed.push(type);
+      if (status !== undefined) outcomes.push(t.ready(ready(status)));
+    };
+    for (let i = 0; i < 2; i++) {
+      feed(MessageType.CommandComplete); // BEGIN
+      feed(MessageType.ReadyForQuery); // 'T' of BEGIN
+      feed(MessageType.RowDescription);
+      feed(MessageType.DataRow);
+      feed(MessageType.CommandComplete); // SELECT 1
+      feed(MessageType.ReadyForQuery); // 'T' of the query: dropped
+      feed(MessageType.CommandComplete); // COMMIT
+      feed(MessageType.ReadyForQuery, 'I'); // the COMMIT's: the client's
+    }
+    const answer = [MessageType.RowDescription, MessageType.DataRow, MessageType.CommandComplete, MessageType.ReadyForQuery];
+    expect(passed).toEqual([...answer, ...answer]);
+    expect(outcomes).toEqual(['pending', 'settled']);
+    expect(t.status).toBe('I');
+    expect(t.releaseFacts(false)).toEqual({ status: 'I', busy: false, dirty: false });
+    expect(t.queriesAnswered).toBe(2);
+  });
+
   it('a malformed ReadyForQuery is reported, never counted', () => {
     const { t } = tracker();
     t.forwarded(MessageType.Query);

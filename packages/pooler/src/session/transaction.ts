@@ -26,11 +26,23 @@ export type ReadyOutcome =
   /** Nothing outstanding; the transaction status is `status`. */
   | 'settled';
 
+/**
+ * Whose answer comes next from the backend, for requests that are not plain client requests, in
+ * the order they were sent (plain client requests sent after them need no entry: they come last):
+ * 'own': a statement of the pooler (SET of tracked parameters, BEGIN READ ONLY): swallowed whole;
+ * 'wrapped': a client query inside the pooler's READ ONLY transaction: the client gets its answer
+ *   except its ReadyForQuery (whose status says "in a transaction" the client never opened);
+ * 'closing': the pooler's COMMIT of that transaction: swallowed, except its ReadyForQuery, which
+ *   the client gets in place of the wrapped query's (status idle, as the client expects).
+ */
+export type AnswerOwner = 'own' | 'wrapped' | 'closing';
+
 export class TransactionTracker {
   /** ReadyForQuery messages still owed by the backend for requests forwarded. */
   private awaitingReady = 0;
-  /** ReadyForQuery messages of the pooler's own statements (SET of tracked parameters), swallowed. */
-  private swallowReady = 0;
+  /** Answers owed for the pooler's own and wrapped statements, oldest first (see AnswerOwner). */
+  private owners: AnswerOwner[] = [];
+  private ownersHead = 0;
   status: TransactionStatus = 'I';
   /** Extended-protocol messages were forwarded and their Sync has not been: the backend is mid-sequence. */
   private unsynced = false;
@@ -44,7 +56,7 @@ export class TransactionTracker {
   /** A backend was attached: nothing outstanding on it yet. */
   attached(dirty: boolean): void {
     this.awaitingReady = 0;
-    this.swallowReady = 0;
+    this.clearOwners();
     this.unsynced = false;
     this.status = 'I';
     this.dirty = dirty;
@@ -74,16 +86,39 @@ export class TransactionTracker {
     }
   }
 
-  /** The pooler sent a statement of its own: its ReadyForQuery is not the client's. */
-  ownStatement(): void {
-    this.swallowReady++;
+  /**
+   * The pooler sent a statement of its own ('own', 'closing'), or is about to forward a client
+   * query inside its own transaction ('wrapped'). Only before any plain client request is
+   * outstanding: those would answer first, and have no entry.
+   */
+  ownStatement(owner: AnswerOwner = 'own'): void {
+    this.owners.push(owner);
   }
 
-  /** True for a backend message that answers the pooler's own statement (the client never sees it). */
+  /** True for a backend message the client must not see (see AnswerOwner). */
   swallows(type: number): boolean {
-    if (this.swallowReady === 0) return false;
-    if (type === MessageType.ReadyForQuery) this.swallowReady--;
-    return true;
+    if (this.ownersHead === this.owners.length) return false;
+    const owner = this.owners[this.ownersHead]!;
+    const ready = type === MessageType.ReadyForQuery;
+    if (ready) this.ownersHead++;
+    if (this.ownersHead === this.owners.length) this.clearOwners();
+    switch (owner) {
+      case 'own':
+        return true;
+      case 'wrapped':
+        return ready;
+      case 'closing':
+        return !ready;
+      default: {
+        const never: never = owner;
+        throw new Error(`unknown answer owner ${String(never)}`);
+      }
+    }
+  }
+
+  private clearOwners(): void {
+    this.owners.length = 0;
+    this.ownersHead = 0;
   }
 
   /** A prepared-statement router dropped a ReadyForQuery it generated the request for. */
@@ -108,13 +143,13 @@ export class TransactionTracker {
 
   /** What the pool needs to know to take the backend back; `extraPending`: more answers are owed elsewhere. */
   releaseFacts(extraPending: boolean): ReleaseFacts {
-    const busy = this.awaitingReady > 0 || this.swallowReady > 0 || this.unsynced || extraPending;
+    const busy = this.awaitingReady > 0 || this.ownersHead < this.owners.length || this.unsynced || extraPending;
     return !busy && !this.dirty && this.status === 'I' ? CLEAN_RELEASE : { status: this.status, busy, dirty: this.dirty };
   }
 
   /** The backend is gone or given back: the per-request timers stop. */
   detached(): void {
-    this.swallowReady = 0;
+    this.clearOwners();
   }
 
   /** Idle inside a transaction, nothing outstanding (what idleInTransaction times). */

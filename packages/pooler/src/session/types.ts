@@ -1,7 +1,7 @@
 // What goes into and comes out of a client session's state machine. The machine does no I/O:
 // the driver turns transport and pool happenings into events and carries out the actions.
 import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@quicpool/wire';
-import type { TransportKind } from '@quicpool/transport';
+import type { PeerCertificate, TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
 import type { ScramKeys } from '../auth/scram.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
@@ -60,6 +60,8 @@ export type SessionEvent =
   | { readonly type: 'timeout'; readonly timer: SessionTimer }
   /** The client's stream ended or was reset. */
   | { readonly type: 'clientClosed' }
+  /** The QUIC handshake of a session that began in 0-RTT early data is confirmed (read-only policy). */
+  | { readonly type: 'handshakeConfirmed' }
   /** Pooler shutdown: graceful lets a transaction in progress finish first. */
   | { readonly type: 'shutdown'; readonly graceful: boolean };
 
@@ -151,6 +153,8 @@ export interface SessionContext {
   lookupUser(name: string): ResolvedUser | undefined;
   /** Why `name` is not a user, for the operator's log (default: no such user in the config). */
   describeUnknownUser?(name: string): string;
+  /** The verified client certificate of the session's connection (asked at login: after an SSLRequest upgrade too), else null. */
+  peerCertificate(): PeerCertificate | null;
   /** Transaction pooling: what a statement that leaves session state does (default 'pin'). */
   readonly sessionStatePolicy?: SessionStatePolicy;
   /** The policy of one database when it has its own (else `sessionStatePolicy`). */
@@ -159,6 +163,12 @@ export interface SessionContext {
   readonly preparedStatementCacheSize?: number;
   /** A failed password login is answered after the driver's 'authFailure' timer (default false: at once). */
   readonly authFailureDelay?: boolean;
+  /**
+   * The session began in 0-RTT early data and the pooler's early-data policy is 'read-only': until
+   * the 'handshakeConfirmed' event only single read-only statements run, each inside a READ ONLY
+   * transaction the pooler opens; everything else (and everything after it) waits.
+   */
+  readonly readOnlyEarlyData?: boolean;
   /** Client limits: undefined admits the client to the (database, user) pool; else the error. */
   admit(database: string, user: string): Refusal | undefined;
 }

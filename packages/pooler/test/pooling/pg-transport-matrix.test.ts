@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDevCertificates, listenTcp, QuicDialer, QuicListener } from '@quicpool/transport';
 import { createPooler } from '../../src/index.js';
 import type { Pooler } from '../../src/index.js';
-import { pgInfo, rejection } from '../support/pooler-helpers.js';
+import { pgInfo, rejection, untilRunning } from '../support/pooler-helpers.js';
 import { quicClients, socketClients } from '../support/transport-clients.js';
 import type { TransportClients, TransportName } from '../support/transport-clients.js';
 
@@ -113,8 +113,9 @@ describe.each(['TCP', 'TLS', 'QUIC'] as const)('node-postgres through the pooler
     await withT(name, async (a) => {
       await withT(name, async (other) => {
         const slowOther = other.query('select pg_sleep(0.5) as s');
-        const slow = a.query('select pg_sleep(10)');
-        await new Promise((r) => setTimeout(r, 150));
+        const sleep = `select pg_sleep(10) -- cancelled over ${name}`;
+        const slow = a.query(sleep);
+        await untilRunning(sleep);
         const before = pooler.stats().cancelsForwardedTotal;
         (await t.canceller()).cancel(a, (a as unknown as { _activeQuery: unknown })._activeQuery);
         expect((await rejection(slow)).code).toBe('57014');

@@ -56,3 +56,19 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code?: s
   }
   throw new Error('expected a rejection');
 }
+
+/** Resolves once `sql` runs on some server process (pg_stat_activity says active): a cancel sent now reaches it. */
+export async function untilRunning(sql: string, timeoutMs = 10_000): Promise<void> {
+  const direct = new pg.Client({ host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password, database: pgInfo.database });
+  await direct.connect();
+  try {
+    for (let waited = 0; ; waited += 20) {
+      const r = await direct.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where state = 'active' and query = $1", [sql]);
+      if ((r.rows[0]?.n ?? 0) > 0) return;
+      if (waited >= timeoutMs) throw new Error(`not running after ${timeoutMs} ms: ${sql}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    await direct.end();
+  }
+}
