@@ -9,7 +9,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SQLSTATE } from '@quicpool/wire';
-import { pgInfo, scramLogin, startQuicPooler, until } from './helpers.js';
+import { QuicTicketStore } from '@quicpool/transport';
+import { pgInfo, scramLogin, startQuicPooler, trustLogin, until } from './helpers.js';
 import type { TestPooler } from './helpers.js';
 import { failedTransactions, pgbench, processedTransactions, psql, runLibpq, startAgent } from './agent-helpers.js';
 import type { TestAgent } from './agent-helpers.js';
@@ -107,5 +108,35 @@ describe('cancel through the agent', () => {
     expect(agent.agent.stats().cancels).toBe(before + 1);
     expect((await sql<{ one: number }[]>`select 1 as one`)[0]?.one).toBe(1);
     await sql.end({ timeout: 5 });
+  });
+});
+
+describe('startup pipelined', () => {
+  it('an agent started again with the ticket store of the last one sends its first StartupMessage in 0-RTT early data', async () => {
+    const tickets = new QuicTicketStore();
+    const first = await startAgent(pooler.endpoint, { sessions: { tickets } });
+    const second = await (async () => {
+      try {
+        const c = new pg.Client({ ...trustLogin, host: '127.0.0.1', port: first.port });
+        await c.connect();
+        await c.query('select 1');
+        await c.end();
+        expect(first.agent.stats().earlyStartups).toBe(0); // a full handshake: nothing to resume
+      } finally {
+        await first.close();
+      }
+      return startAgent(pooler.endpoint, { sessions: { tickets } });
+    })();
+    try {
+      const c = new pg.Client({ ...trustLogin, host: '127.0.0.1', port: second.port });
+      await c.connect();
+      expect((await c.query<{ n: number }>('select 5 as n')).rows[0]?.n).toBe(5);
+      await c.end();
+      const s = second.agent.stats();
+      expect(s.earlyStartups).toBe(1);
+      expect(s.manager.resumptions).toBe(1);
+    } finally {
+      await second.close();
+    }
   });
 });

@@ -9,6 +9,7 @@ import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { join } from 'node:path';
 import { SQLSTATE } from '@quicpool/wire';
+import { TransportError } from '@quicpool/transport';
 import type { QuicSessionStream } from '@quicpool/transport';
 import { SessionManager } from '../session-manager.js';
 import { sessionCapacity } from '../options.js';
@@ -190,6 +191,12 @@ function acquireFailure(err: Error, queueMs: number, draining: boolean): { sqlst
     return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS as RefusalCode, message: `sorry, too many clients already: no QUIC stream to the pooler became free within ${queueMs} ms` };
   }
   if (draining) return { sqlstate: SQLSTATE.ADMIN_SHUTDOWN as RefusalCode, message: 'the quicpool agent is shutting down' };
+  if (err instanceof TransportError && err.code === 'ERR_TLS_CERT') {
+    return {
+      sqlstate: SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION as RefusalCode,
+      message: `quicpool agent: the pooler's certificate did not verify (check the CA file, the server name or the pinned fingerprint): ${err.message}`,
+    };
+  }
   return { sqlstate: SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION as RefusalCode, message: `quicpool agent: could not connect to the pooler: ${err.message}` };
 }
 
