@@ -22,9 +22,14 @@ process.once('exit', () => {
   for (const c of running) c.kill('SIGKILL');
 });
 
-export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+export function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+  return startCommand('start', args, /quicpool is ready/, env);
+}
+
+/** `quicpool <command> ...args`, once `ready` appears in its output. */
+export async function startCommand(command: string, args: readonly string[], ready: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [cli, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [cli, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   running.add(child);
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (running.delete(child), resolve(code))));
@@ -58,7 +63,7 @@ export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEn
       check();
     });
   try {
-    await waitFor(/quicpool is ready/);
+    await waitFor(ready);
   } catch (e) {
     child.kill('SIGKILL');
     throw e;

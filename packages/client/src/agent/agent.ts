@@ -105,6 +105,8 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
    * connections (when the agent created the manager).
    */
   close(options: { timeoutMs?: number } = {}): Promise<void> {
+    // A second close with timeoutMs 0 (a second SIGTERM) cuts a drain under way short.
+    if (this.closed !== null && options.timeoutMs === 0) for (const w of this.idleWaiters.splice(0)) w();
     this.closed ??= this.drain(options.timeoutMs ?? 30_000);
     return this.closed;
   }
