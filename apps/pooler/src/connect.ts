@@ -5,8 +5,8 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { QuicAgent } from '@quicpool/client';
-import type { AgentEvent, SessionManagerOptions } from '@quicpool/client';
-import { ConfigFileError } from './config/load.js';
+import type { AgentEvent, LocalChecksOptions, SessionManagerOptions } from '@quicpool/client';
+import { ConfigFileError, loadConfig } from './config/load.js';
 import type { AppConfig } from './config/load.js';
 import { createConnectMetrics } from './connect-metrics.js';
 import { FileTicketStore } from './connect-tickets.js';
@@ -35,7 +35,7 @@ function logAgentEvent(log: Logger, e: AgentEvent): void {
 }
 
 /** [connect] as the client's options; every file named must exist now. */
-export async function connectOptions(c: AppConfig): Promise<{ sessions: SessionManagerOptions; socketMode: number }> {
+export async function connectOptions(c: AppConfig): Promise<{ sessions: SessionManagerOptions; socketMode: number; localChecks: LocalChecksOptions }> {
   const source = c.file ?? '(defaults)';
   const base = c.file === undefined ? process.cwd() : dirname(resolve(c.file));
   const endpoints = c.get<readonly string[]>('connect.endpoints');
@@ -74,12 +74,28 @@ export async function connectOptions(c: AppConfig): Promise<{ sessions: SessionM
     ...(c.get<boolean>('connect.dangerously_accept_any_certificate') ? { dangerouslyAcceptAnyCertificate: true } : {}),
     ...(ticketFile !== '' ? { tickets: new FileTicketStore(resolve(ticketFile)) } : {}),
   };
-  return { sessions, socketMode: parseInt(modeText, 8) };
+  const socketCheck = c.get<'pooler' | 'peer' | 'password'>('connect.socket_auth');
+  const tcpCheck = c.get<'pooler' | 'password'>('connect.tcp_auth');
+  const passwords = new Map<string, string>();
+  const usersFile = c.get<string | null>('connect.users_file');
+  if (usersFile !== null) {
+    const path = resolve(base, usersFile);
+    if (!existsSync(path)) throw new ConfigFileError(source, 'connect.users_file', `file not found: ${path}`);
+    for (const [name, u] of (await loadConfig(path)).users) {
+      const secret = u.scram_secret ?? u.password;
+      if (secret === undefined) throw new ConfigFileError(path, `users.${name}`, 'needs password or scram_secret');
+      passwords.set(name, secret);
+    }
+  }
+  if ((socketCheck === 'password' || tcpCheck === 'password') && passwords.size === 0) {
+    throw new ConfigFileError(source, 'connect.users_file', 'the "password" local check needs a users file with at least one user');
+  }
+  return { sessions, socketMode: parseInt(modeText, 8), localChecks: { socket: socketCheck, tcp: tcpCheck, passwords } };
 }
 
 export async function runConnect(config: AppConfig): Promise<number> {
   const log = createLogger(config.get<string>('log.level'), config.get<LogFormat>('log.format'));
-  const { sessions, socketMode } = await connectOptions(config);
+  const { sessions, socketMode, localChecks } = await connectOptions(config);
   const host = config.get<string>('connect.host');
   const socketDir = config.get<string>('connect.socket_dir');
   let agent: QuicAgent;
@@ -92,12 +108,16 @@ export async function runConnect(config: AppConfig): Promise<number> {
       socketMode,
       maxWaiting: config.get<number>('connect.max_waiting'),
       queueTimeoutMs: config.get<number>('connect.queue_timeout_ms'),
+      localChecks,
     });
   } catch (e) {
     if (e instanceof RangeError) throw new ConfigFileError(config.file ?? '(defaults)', 'connect', e.message);
     throw e;
   }
   agent.on('event', (e) => logAgentEvent(log, e));
+  if (localChecks.socket === 'peer' && agent.peerCheck.via === 'socket permissions') {
+    log.warn({ reason: agent.peerCheck.reason }, 'no SO_PEERCRED (native module missing): the socket is made 0700 and its peer taken to be this OS user');
+  }
   agent.sessions.on('connectionOpen', (i) => log.info({ endpoint: i.endpoint, resumed: i.resumed }, 'QUIC connection to the pooler open'));
   agent.sessions.on('connectionLost', (i) => log.warn({ endpoint: i.endpoint, err: i.error.message, streamsInUse: i.streamsInUse }, 'QUIC connection to the pooler lost'));
   agent.sessions.on('endpointDown', (i) => log.warn({ endpoint: i.endpoint, err: i.error.message, retryInMs: i.retryInMs }, 'pooler unreachable, skipped for a while'));

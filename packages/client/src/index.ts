@@ -14,4 +14,6 @@ export type { PostgresSocketFactory } from './postgres-js.js';
 export { StartupHints, pipelineStartup } from './fast-start.js';
 export type { PgConnectionInternals } from './fast-start.js';
 export { QuicAgent, DEFAULT_AGENT_OPTIONS, resolveAgentOptions } from './agent/index.js';
+export { LocalPasswords, LocalScram } from './agent/index.js';
+export type { LocalCheck, LocalChecksOptions, ScramStep } from './agent/index.js';
 export type { AgentAddresses, AgentOptions, ResolvedAgentOptions, AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode } from './agent/index.js';

@@ -8,11 +8,14 @@ import { chmod, unlink } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
+import { peerCredentials, peerCredentialsSupport } from '@quicpool/udp';
 import { SQLSTATE } from '@quicpool/wire';
 import { TransportError } from '@quicpool/transport';
 import type { QuicSessionStream } from '@quicpool/transport';
 import { SessionManager } from '../session-manager.js';
 import { sessionCapacity } from '../options.js';
+import { LocalPasswords, osUserName } from './local-auth.js';
 import { LocalSession } from './local-session.js';
 import type { SessionHost } from './local-session.js';
 import { resolveAgentOptions } from './options.js';
@@ -44,10 +47,21 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
   private closed: Promise<void> | null = null;
   private idleWaiters: (() => void)[] = [];
   private readonly host: SessionHost;
+  private readonly passwords: LocalPasswords | null;
+  /**
+   * How the "peer" check learns who is at the other end: SO_PEERCRED through the native module,
+   * or, without it, the socket file's permissions (forced to 0700: only the agent's OS user, and
+   * root, can connect, so the peer is taken to be the agent's own user).
+   */
+  readonly peerCheck: { readonly via: 'SO_PEERCRED' } | { readonly via: 'socket permissions'; readonly reason: string };
 
   constructor(options: AgentOptions) {
     super();
     this.options = resolveAgentOptions(options);
+    const o = this.options;
+    this.passwords = o.socketCheck === 'password' || o.tcpCheck === 'password' ? new LocalPasswords(options.localChecks?.passwords) : null;
+    const support = peerCredentialsSupport();
+    this.peerCheck = support.available ? { via: 'SO_PEERCRED' } : { via: 'socket permissions', reason: support.reason };
     this.ownsManager = !(options.sessions instanceof SessionManager);
     this.sessions = options.sessions instanceof SessionManager ? options.sessions : new SessionManager({ ...options.sessions, acquireTimeoutMs: 0 });
     this.host = this.sessionHost();
@@ -62,7 +76,7 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
   async listen(): Promise<AgentAddresses> {
     const o = this.options;
     if (o.host !== null) {
-      const server = this.server();
+      const server = this.server(false);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(o.port, o.host ?? undefined, () => {
@@ -77,7 +91,7 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
       const port = o.socketPort ?? (this.tcpAddress?.port ?? o.port);
       const path = join(o.socketDir, `.s.PGSQL.${port}`);
       await removeStaleSocket(path);
-      const server = this.server();
+      const server = this.server(true);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(path, () => {
@@ -86,7 +100,8 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
         });
       });
       this.socketPath = path;
-      await chmod(path, o.socketMode);
+      const fallback = o.socketCheck === 'peer' && this.peerCheck.via === 'socket permissions';
+      await chmod(path, fallback ? 0o700 : o.socketMode);
     }
     return this.addresses();
   }
@@ -132,19 +147,19 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
     if (this.ownsManager) await this.sessions.close({ graceful: true, timeoutMs: 1_000 });
   }
 
-  private server(): Server {
-    const server = createServer({ allowHalfOpen: true, pauseOnConnect: false }, (socket) => this.accept(socket));
+  private server(unix: boolean): Server {
+    const server = createServer({ allowHalfOpen: true, pauseOnConnect: false }, (socket) => this.accept(socket, unix));
     this.servers.push(server);
     return server;
   }
 
-  private accept(socket: Socket): void {
+  private accept(socket: Socket, unix: boolean): void {
     this.counters.accepted++;
     socket.setNoDelay(true);
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
-    const peer = socket.remoteAddress === undefined ? 'unix' : `${socket.remoteAddress}:${socket.remotePort ?? 0}`;
-    this.live.add(new LocalSession(socket, this.host, peer));
+    const peer = unix ? 'unix' : `${socket.remoteAddress ?? ''}:${socket.remotePort ?? 0}`;
+    this.live.add(new LocalSession(socket, this.host, peer, unix));
   }
 
   private sessionHost(): SessionHost {
@@ -182,6 +197,14 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
       },
       emit: (e: AgentEvent) => {
         this.emit('event', e);
+      },
+      localCheck: (unix) => (unix ? this.options.socketCheck : this.options.tcpCheck),
+      passwords: this.passwords,
+      peerName: async (socket) => {
+        const creds = peerCredentials(socket);
+        if (creds !== null) return osUserName(creds.uid);
+        // No SO_PEERCRED: the socket is 0700, so the peer runs as our own OS user (or root).
+        return this.peerCheck.via === 'socket permissions' ? userInfo().username : null;
       },
       acquireFailure: (err: Error) => acquireFailure(err, queueMs, this.draining),
     };

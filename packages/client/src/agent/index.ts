@@ -6,3 +6,5 @@ export type { AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode } 
 export { readFirstPacket } from './first-packet.js';
 export type { FirstPacket } from './first-packet.js';
 export { MessageBoundary } from './message-boundary.js';
+export { LocalPasswords, LocalScram } from './local-auth.js';
+export type { LocalCheck, LocalChecksOptions, ScramStep } from './local-auth.js';

@@ -8,6 +8,8 @@ import type { Socket } from 'node:net';
 import { errorResponse, SQLSTATE } from '@quicpool/wire';
 import type { QuicSessionStream } from '@quicpool/transport';
 import { readFirstPacket } from './first-packet.js';
+import { LocalScram } from './local-auth.js';
+import type { LocalCheck, LocalPasswords } from './local-auth.js';
 import { MessageBoundary } from './message-boundary.js';
 import type { AgentCounters, AgentEvent, RefusalCode } from './stats.js';
 
@@ -26,6 +28,12 @@ export interface SessionHost {
   /** The session is over; gives back its place. */
   done(s: LocalSession, admitted: boolean): void;
   emit(e: AgentEvent): void;
+  /** Which local check sessions of this listener get. */
+  localCheck(unix: boolean): LocalCheck;
+  /** The local password list ('password' checks). */
+  readonly passwords: LocalPasswords | null;
+  /** The OS user name of a unix socket's peer process (null: unknown). */
+  peerName(socket: Socket): Promise<string | null>;
   /** Maps an acquire failure to what the local client is told. */
   acquireFailure(err: Error): { sqlstate: RefusalCode; message: string };
 }
@@ -36,7 +44,13 @@ const NO = Buffer.from('N');
 
 type Phase =
   | { kind: 'startup'; buf: Buffer; requests: number }
-  | { kind: 'waiting'; abort: AbortController }
+  /** Peer check under way. */
+  | { kind: 'checking' }
+  /**
+   * Waiting for a stream, and/or for the local password check. With a check, the StartupMessage
+   * leaves as soon as the stream is there (`stream`) and the pooler's answer waits for the check.
+   */
+  | { kind: 'waiting'; abort: AbortController; stream: QuicSessionStream | null; scram: LocalScram | null; rest: Buffer }
   | { kind: 'forwarding'; stream: QuicSessionStream }
   | { kind: 'closed' };
 
@@ -49,11 +63,15 @@ export class LocalSession {
   private readonly up = new MessageBoundary();
   private readonly down = new MessageBoundary();
   private readonly startupTimer: NodeJS.Timeout | null;
+  private authTimer: NodeJS.Timeout | null = null;
+  private early = false;
 
   constructor(
     private readonly socket: Socket,
     private readonly host: SessionHost,
     readonly peer: string,
+    /** Came in on the unix socket (peer checks apply). */
+    private readonly unix: boolean,
   ) {
     socket.on('data', this.onStartupData);
     socket.on('error', () => this.onLocalGone(false));
@@ -140,52 +158,166 @@ export class LocalSession {
 
   private startSession(parameters: Readonly<Record<string, string>>, startup: Buffer, rest: Buffer): void {
     this.stopStartup();
-    this.user = parameters['user'] ?? '';
-    this.database = parameters['database'] ?? this.user;
+    const user = parameters['user'] ?? '';
+    this.user = user;
+    this.database = parameters['database'] ?? user;
     const admission = this.host.admit();
     if (!admission.ok) return this.refuse(admission.sqlstate, admission.reason);
     this.admitted = true;
-    const abort = new AbortController();
-    this.phase = { kind: 'waiting', abort };
-    // Copy: `startup` and `rest` may share the socket's buffer.
-    const first = Buffer.from(rest.length === 0 ? startup : Buffer.concat([startup, rest]));
-    this.up.feed(first.subarray(startup.length));
-    this.host.acquireSession(abort.signal).then(
-      (stream) => this.forward(stream, first),
+    // Copies: both may share the socket's buffer.
+    const startupBytes = Buffer.from(startup);
+    const restBytes = Buffer.from(rest);
+    const check = this.host.localCheck(this.unix);
+    switch (check) {
+      case 'pooler':
+        return this.acquire(startupBytes, restBytes, null);
+      case 'peer':
+        this.phase = { kind: 'checking' };
+        void this.host.peerName(this.socket).then((name) => {
+          if (this.phase.kind !== 'checking') return;
+          if (name !== user) {
+            const who = name === null ? 'the peer process could not be identified' : `the peer runs as OS user "${name}"`;
+            return this.refuse(SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode, `peer authentication failed for user "${user}" (${who})`);
+          }
+          this.acquire(startupBytes, restBytes, null);
+        });
+        return;
+      case 'password': {
+        const passwords = this.host.passwords;
+        if (passwords === null) return this.refuse(SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode, 'no local password list configured');
+        this.acquire(startupBytes, Buffer.alloc(0), passwords.exchange(user));
+        const ms = this.host.startupTimeoutMs;
+        if (ms > 0) {
+          this.authTimer = setTimeout(() => this.refuse(SQLSTATE.PROTOCOL_VIOLATION as RefusalCode, `local authentication not completed within ${ms} ms`), ms);
+          this.authTimer.unref();
+        }
+        this.socket.on('data', this.onAuthData);
+        this.socket.write(LocalScram.begin());
+        this.socket.resume();
+        if (restBytes.length > 0) this.onAuthData(restBytes);
+        return;
+      }
+      default: {
+        const never: never = check;
+        throw new Error(`unknown local check ${String(never)}`);
+      }
+    }
+  }
+
+  /** Gets a stream; sends the StartupMessage as soon as it is there. */
+  private acquire(startup: Buffer, rest: Buffer, scram: LocalScram | null): void {
+    const w: Phase & { kind: 'waiting' } = { kind: 'waiting', abort: new AbortController(), stream: null, scram, rest };
+    this.phase = w;
+    this.host.acquireSession(w.abort.signal).then(
+      (stream) => {
+        if (this.phase !== w) {
+          stream.on('error', () => undefined);
+          stream.destroy(); // the local client left while we waited: nothing was sent
+          return;
+        }
+        if (w.scram !== null) {
+          // The local check is still under way: the StartupMessage leaves now, the answer waits.
+          w.stream = stream;
+          this.sendUp(stream, startup, Buffer.alloc(0));
+          stream.on('error', this.onEarlyStreamError);
+          return;
+        }
+        this.sendUp(stream, startup, w.rest);
+        this.forward(stream, scram !== null);
+      },
       (err: Error) => {
-        if (this.phase.kind !== 'waiting') return; // the local client went away meanwhile
+        if (this.phase !== w) return; // the local client went away meanwhile
         const f = this.host.acquireFailure(err);
         this.refuse(f.sqlstate, f.message);
       },
     );
   }
 
+  private readonly onEarlyStreamError = (err: Error): void => {
+    this.refuse(SQLSTATE.CONNECTION_FAILURE as RefusalCode, `quicpool agent: the stream to the pooler failed: ${err.message}`);
+  };
+
+  /** The StartupMessage (and whatever followed it): pipelined, in 0-RTT early data when resumed. */
+  private sendUp(stream: QuicSessionStream, startup: Buffer | null, rest: Buffer): void {
+    if (startup !== null && !stream.isHandshakeConfirmed) {
+      this.early = true;
+      this.host.counters.earlyStartups++;
+    }
+    const bytes = startup === null ? rest : rest.length === 0 ? startup : Buffer.concat([startup, rest]);
+    this.host.counters.bytesUp += bytes.length;
+    this.up.feed(rest); // typed messages only: the StartupMessage has no type byte
+    if (bytes.length > 0) stream.write(bytes);
+  }
+
+  private readonly onAuthData = (chunk: Buffer): void => {
+    const p = this.phase;
+    if (p.kind !== 'waiting' || p.scram === null) return;
+    const step = p.scram.feed(chunk);
+    switch (step.kind) {
+      case 'more':
+        return;
+      case 'send':
+        this.socket.write(step.bytes);
+        return;
+      case 'fail':
+        return this.refuse(step.sqlstate as RefusalCode, step.message);
+      case 'ok': {
+        if (this.authTimer !== null) clearTimeout(this.authTimer);
+        this.socket.off('data', this.onAuthData);
+        this.socket.pause();
+        this.socket.write(step.bytes);
+        this.host.counters.localLogins++;
+        p.scram = null;
+        p.rest = step.rest;
+        const stream = p.stream;
+        if (stream === null) return; // acquire() forwards once the stream is there
+        stream.off('error', this.onEarlyStreamError);
+        if (step.rest.length > 0) this.sendUp(stream, null, step.rest);
+        return this.forward(stream, true);
+      }
+      default: {
+        const never: never = step;
+        throw new Error(`unknown SCRAM step ${JSON.stringify(never)}`);
+      }
+    }
+  };
+
   // --- forwarding ------------------------------------------------------------------------------
 
-  private forward(stream: QuicSessionStream, first: Buffer): void {
-    if (this.phase.kind !== 'waiting') {
-      stream.on('error', () => undefined);
-      stream.destroy(); // the local client left while we waited: nothing was sent
-      return;
-    }
+  /**
+   * Forwards both ways from now on. `gate`: the local check answered the login, so the pooler's
+   * first message must be AuthenticationOk (it is passed on: the local client expects it next);
+   * a password request from the pooler refuses the session (28000).
+   */
+  private forward(stream: QuicSessionStream, gate: boolean): void {
     this.phase = { kind: 'forwarding', stream };
     this.host.carried(this);
     const c = this.host.counters;
     c.sessions++;
-    const early = !stream.isHandshakeConfirmed;
-    if (early) c.earlyStartups++;
-    this.host.emit({ type: 'sessionStarted', user: this.user ?? '', database: this.database, peer: this.peer, early });
-    // The StartupMessage (and whatever followed it) leaves now: pipelined, in 0-RTT when resumed.
-    c.bytesUp += first.length;
-    stream.write(first);
+    this.host.emit({ type: 'sessionStarted', user: this.user ?? '', database: this.database, peer: this.peer, early: this.early });
     const socket = this.socket;
+    let held: Buffer | null = gate ? Buffer.alloc(0) : null;
     socket.on('data', (chunk: Buffer) => {
       c.bytesUp += chunk.length;
       this.up.feed(chunk);
       if (!stream.write(chunk)) socket.pause();
     });
     stream.on('drain', () => socket.resume());
-    stream.on('data', (chunk: Buffer) => {
+    stream.on('data', (data: Buffer) => {
+      let chunk = data;
+      if (held !== null) {
+        held = Buffer.concat([held, chunk]);
+        const verdict = firstAnswer(held);
+        if (verdict === 'more') return;
+        if (verdict === 'passwordRequested') {
+          return this.refuse(
+            SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode,
+            `the pooler asks for a password for user "${this.user ?? ''}" after the agent's local check: let the pooler accept the agent's certificate for this user, or check locally with "pooler"`,
+          );
+        }
+        chunk = held;
+        held = null;
+      }
       c.bytesDown += chunk.length;
       this.down.feed(chunk);
       if (!socket.write(chunk)) stream.pause();
@@ -236,8 +368,17 @@ export class LocalSession {
         this.phase = { kind: 'closed' };
         this.socket.destroy();
         return this.host.done(this, this.admitted);
+      case 'checking':
+        this.phase = { kind: 'closed' };
+        this.socket.destroy();
+        return this.host.done(this, this.admitted);
       case 'waiting':
         p.abort.abort(new Error('local client went away'));
+        if (this.authTimer !== null) clearTimeout(this.authTimer);
+        if (p.stream !== null) {
+          p.stream.on('error', () => undefined);
+          p.stream.destroy(new Error('local client went away'));
+        }
         this.phase = { kind: 'closed' };
         this.socket.destroy();
         return this.host.done(this, this.admitted);
@@ -263,9 +404,17 @@ export class LocalSession {
   // --- endings ---------------------------------------------------------------------------------
 
   private refuse(sqlstate: RefusalCode, reason: string): void {
-    if (this.phase.kind === 'closed') return;
-    if (this.phase.kind === 'startup') this.stopStartup();
+    const p = this.phase;
+    if (p.kind === 'closed') return;
+    if (p.kind === 'startup') this.stopStartup();
+    if (this.authTimer !== null) clearTimeout(this.authTimer);
     this.phase = { kind: 'closed' };
+    const stream = p.kind === 'forwarding' ? p.stream : p.kind === 'waiting' ? p.stream : null;
+    if (p.kind === 'waiting') p.abort.abort(new Error('local session refused'));
+    if (stream !== null && !stream.destroyed) {
+      stream.on('error', () => undefined);
+      stream.destroy(new Error(`local session refused (${sqlstate})`));
+    }
     const c = this.host.counters;
     c.refused[sqlstate] = (c.refused[sqlstate] ?? 0) + 1;
     this.host.emit({ type: 'refused', sqlstate, reason, peer: this.peer, user: this.user });
@@ -289,3 +438,17 @@ export class LocalSession {
     this.host.done(this, this.admitted);
   }
 }
+
+/**
+ * The pooler's first message after a local check: AuthenticationOk (or an error, or anything but
+ * a password request) goes on to the local client; an authentication request means the pooler
+ * wants a password the local client already gave to the agent.
+ */
+function firstAnswer(b: Buffer): 'more' | 'pass' | 'passwordRequested' {
+  if (b.length < 1) return 'more';
+  if (b[0] !== AUTHENTICATION) return 'pass';
+  if (b.length < 9) return 'more';
+  return b.readInt32BE(5) === 0 ? 'pass' : 'passwordRequested';
+}
+
+const AUTHENTICATION = 0x52; // 'R'

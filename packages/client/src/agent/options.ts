@@ -3,6 +3,7 @@
 import { tmpdir } from 'node:os';
 import type { SessionManager } from '../session-manager.js';
 import type { SessionManagerOptions } from '../options.js';
+import type { LocalCheck, LocalChecksOptions } from './local-auth.js';
 
 export interface AgentOptions {
   /** The QUIC side: a SessionManager of your own (not closed by the agent), or options for one it owns. */
@@ -29,6 +30,11 @@ export interface AgentOptions {
   readonly queueTimeoutMs?: number;
   /** Longest startup-packet phase of a local client (SSLRequest ... StartupMessage), then 08P01. Default 10,000 ms. */
   readonly startupTimeoutMs?: number;
+  /**
+   * Checks the agent makes itself, per listener (see local-auth.ts). Default: none ('pooler'),
+   * the pooler authenticates every session (SCRAM relayed end to end).
+   */
+  readonly localChecks?: LocalChecksOptions;
 }
 
 export interface ResolvedAgentOptions {
@@ -40,6 +46,8 @@ export interface ResolvedAgentOptions {
   readonly maxWaiting: number;
   readonly queueTimeoutMs: number;
   readonly startupTimeoutMs: number;
+  readonly socketCheck: LocalCheck;
+  readonly tcpCheck: Exclude<LocalCheck, 'peer'>;
 }
 
 export const DEFAULT_AGENT_OPTIONS: ResolvedAgentOptions = {
@@ -51,6 +59,8 @@ export const DEFAULT_AGENT_OPTIONS: ResolvedAgentOptions = {
   maxWaiting: 100,
   queueTimeoutMs: 30_000,
   startupTimeoutMs: 10_000,
+  socketCheck: 'pooler',
+  tcpCheck: 'pooler',
 };
 
 export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
@@ -64,7 +74,16 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     maxWaiting: o.maxWaiting ?? d.maxWaiting,
     queueTimeoutMs: o.queueTimeoutMs ?? d.queueTimeoutMs,
     startupTimeoutMs: o.startupTimeoutMs ?? d.startupTimeoutMs,
+    socketCheck: o.localChecks?.socket ?? d.socketCheck,
+    tcpCheck: o.localChecks?.tcp ?? d.tcpCheck,
   };
+  const checks: readonly string[] = [r.socketCheck, r.tcpCheck];
+  if (checks.includes('password')) {
+    const p = o.localChecks?.passwords;
+    const n = p === undefined ? 0 : p instanceof Map ? p.size : Object.keys(p).length;
+    if (n === 0) throw new RangeError('the "password" local check needs a local password list (localChecks.passwords)');
+  }
+  if ((r.tcpCheck as string) === 'peer') throw new RangeError('the "peer" check is for the unix socket only (TCP has no peer credentials)');
   if (r.host === null && r.socketDir === null) throw new RangeError('the agent needs a TCP host or a socket directory to listen on');
   if (!Number.isInteger(r.port) || r.port < 0 || r.port > 65535) throw new RangeError(`port must be 0-65535, got ${r.port}`);
   if (r.socketPort !== null && (!Number.isInteger(r.socketPort) || r.socketPort < 1 || r.socketPort > 65535)) {

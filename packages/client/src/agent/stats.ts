@@ -10,9 +10,11 @@ export interface AgentCounters {
   earlyStartups: number;
   /** CancelRequests carried to the pooler on a fresh stream. */
   cancels: number;
+  /** Local sessions that passed the agent's local password check. */
+  localLogins: number;
   /** SSLRequest / GSSENCRequest answered 'N'. */
   encryptionDeclined: number;
-  /** Local sessions refused, by SQLSTATE: 53300 (limits), 08001 (no pooler), 08P01 (bad startup), 57P01 (shutting down). */
+  /** Local sessions refused, by SQLSTATE: 53300 (limits), 08001 (no pooler), 08P01 (bad startup), 57P01 (shutting down), 28000/28P01 (local checks). */
   refused: Record<string, number>;
   /** Local sessions whose QUIC stream failed under them (the pooler or the connection went away). */
   streamsLost: number;
@@ -32,7 +34,7 @@ export interface AgentStats extends AgentCounters {
   readonly manager: SessionManagerStats;
 }
 
-export type RefusalCode = '53300' | '08001' | '08P01' | '57P01';
+export type RefusalCode = '53300' | '08001' | '08006' | '08P01' | '57P01' | '28000' | '28P01';
 
 export type AgentEvent =
   | { readonly type: 'sessionStarted'; readonly user: string; readonly database: string; readonly peer: string; readonly early: boolean }
@@ -46,7 +48,7 @@ export interface AgentEvents {
 
 export function emptyAgentCounters(): AgentCounters {
   return {
-    accepted: 0, sessions: 0, earlyStartups: 0, cancels: 0, encryptionDeclined: 0, refused: {},
+    accepted: 0, sessions: 0, earlyStartups: 0, localLogins: 0, cancels: 0, encryptionDeclined: 0, refused: {},
     streamsLost: 0, clientsVanished: 0, bytesUp: 0, bytesDown: 0,
   };
 }
