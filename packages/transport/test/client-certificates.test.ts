@@ -20,7 +20,7 @@ const cleanups: Array<() => Promise<void>> = [];
 beforeAll(async () => {
   [server, client, stranger] = await Promise.all([
     generateDevCertificates(),
-    generateDevCertificates({ names: ['agent-1', 'agent-1.internal'] }),
+    generateDevCertificates({ names: ['agent-1', 'agent-1.internal'], caName: 'client CA' }),
     generateDevCertificates({ names: ['agent-1'] }),
   ]);
 });
