@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { generateDevCertificates } from '@quicpool/transport';
+import { ConfigFileError } from './config/load.js';
 
 export interface ServerCertificate {
   readonly certPem: string;
@@ -40,4 +41,16 @@ export async function devCertificates(dir: string, names: readonly string[], for
   await writeFile(certPath, c.certPem, { mode: 0o644 });
   await writeFile(keyPath, c.keyPem, { mode: 0o600 });
   return { certPem: c.certPem, keyPem: c.keyPem, caPath, fingerprint: c.fingerprint, generated: true };
+}
+
+/** tls.client_ca_file, read once at start: a file that cannot be read or holds no certificate is a config error. */
+export async function readClientCa(source: string, path: string): Promise<string> {
+  let pem: string;
+  try {
+    pem = await readFile(path, 'utf8');
+    new X509Certificate(pem);
+  } catch (e) {
+    throw new ConfigFileError(source, 'tls.client_ca_file', `cannot read a CA certificate from ${path}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return pem;
 }

@@ -8,7 +8,7 @@ import { adminDatabase, ConfigError, createAdminCommands, createPooler } from '@
 import type { ClientEvent, Pooler, QuicListenerRow } from '@quicpool/pooler';
 import { listenTcp, QuicListener } from '@quicpool/transport';
 import type { SessionListener } from '@quicpool/transport';
-import { devCertificates, loadCertificateFiles } from './certs.js';
+import { devCertificates, loadCertificateFiles, readClientCa } from './certs.js';
 import type { ServerCertificate } from './certs.js';
 import { ConfigFileError, loadConfig } from './config/load.js';
 import type { AppConfig, Overrides, UserSettings } from './config/load.js';
@@ -103,7 +103,12 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     certFile !== null && keyFile !== null
       ? await loadCertificateFiles(certFile, keyFile)
       : await devCertificates(join(stateDir, 'certs'), config.get<readonly string[]>('tls.server_names'));
-  const tls = config.get<boolean>('listen.tls') ? { cert: cert.certPem, key: cert.keyPem } : undefined;
+  const clientCaFile = config.get<string | null>('tls.client_ca_file');
+  const clientCa = clientCaFile === null ? undefined : await readClientCa(file ?? '(defaults)', clientCaFile);
+  // Client certificates over TLS: asked for, checked against the client CA; a client without a
+  // valid one still connects (its session has no certificate: password users are unaffected).
+  const clientCerts = clientCa === undefined ? {} : { ca: clientCa, requestCert: true, rejectUnauthorized: false };
+  const tls = config.get<boolean>('listen.tls') ? { cert: cert.certPem, key: cert.keyPem, ...clientCerts } : undefined;
 
   let pooler: Pooler;
   try {
@@ -210,6 +215,7 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
         maxConnections: config.get<number>('quic.max_connections'),
         earlyData: config.get<'accept' | 'defer'>('quic.early_data'),
         ticketKey: await quicTicketKey(stateDir),
+        ...(clientCa !== undefined ? { clientCa } : {}),
       });
       listeners.push({ name: 'quic', listener: quic });
       quicListeners.push({ name: 'quic', listener: quic });

@@ -44,6 +44,9 @@ describe('quicpool check-config', () => {
     ['missing certificate file', '[tls]\ncert_file = "nope.pem"\nkey_file = "nope.key"\n', /tls\.cert_file: file not found: .*nope\.pem/],
     ['unknown user key', '[users.app]\npasswd = "x"\n', /users\.app\.passwd: unknown key/],
     ['invalid TOML', '[pool\nsize = 1\n', /line 1: invalid TOML/],
+    ['a cert user without a certificate map', '[users.app]\nauth = "cert"\n', /users\.app: cert needs the certificates .*cert_common_names or cert_fingerprints/],
+    ['a cert fingerprint that is not one', '[users.app]\nauth = "cert"\ncert_fingerprints = ["AB:CD"]\n', /users\.app\.cert_fingerprints: "AB:CD" is not a SHA-256 fingerprint/],
+    ['a certificate map that is not a list', '[users.app]\nauth = "cert"\ncert_common_names = "agent-1"\n', /users\.app\.cert_common_names: expected an array of strings/],
     ['min_size above size', '[pool]\nsize = 2\nmin_size = 5\n', /pool\.min_size: must not exceed poolSize \(2\), got 5/],
   ];
   for (const [what, toml, message] of cases) {
@@ -64,6 +67,12 @@ describe('quicpool check-config', () => {
     const bad = await check('with-bad-users.toml', '[auth]\nusers_file = "bad-users.toml"\n');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/bad-users\.toml: users\.app\.password: expected a string, got number 42/);
+  });
+
+  it('accepts a cert user mapped by CN and fingerprint', async () => {
+    const r = await check('cert-user.toml', `[users.app]\nauth = "cert"\ncert_common_names = ["agent-1"]\ncert_fingerprints = ["${'ab'.repeat(32)}"]\n`);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
   });
 
   it('checks what the pooler engine checks (a user whose auth method has no secret)', async () => {

@@ -17,6 +17,8 @@ export interface CertificatePolicy {
   /** Normalized pin (upper-case hex, no colons), or null. */
   readonly pin: string | null;
   readonly insecure: boolean;
+  /** Client certificate (PEM chain) and key presented to the pooler, or undefined. */
+  readonly clientCert: { readonly cert: string | Uint8Array; readonly key: string | Uint8Array } | undefined;
 }
 
 export function certificatePolicy(o: CertificateOptions): CertificatePolicy {
@@ -28,7 +30,16 @@ export function certificatePolicy(o: CertificateOptions): CertificatePolicy {
   if (insecure) {
     process.emitWarning('quicpool: dangerouslyAcceptAnyCertificate is set - the pooler certificate is NOT verified', 'SecurityWarning');
   }
-  return { ca, skipChainVerification: insecure || pin !== null, pin, insecure };
+  return { ca, skipChainVerification: insecure || pin !== null, pin, insecure, clientCert: clientCertificate(o) };
+}
+
+function clientCertificate(o: CertificateOptions): CertificatePolicy['clientCert'] {
+  if (o.cert !== undefined && o.certFile !== undefined) throw new RangeError('give cert or certFile, not both');
+  if (o.key !== undefined && o.keyFile !== undefined) throw new RangeError('give key or keyFile, not both');
+  const cert = o.certFile !== undefined ? readFileSync(o.certFile, 'utf8') : o.cert;
+  const key = o.keyFile !== undefined ? readFileSync(o.keyFile, 'utf8') : o.key;
+  if ((cert === undefined) !== (key === undefined)) throw new RangeError('a client certificate needs both cert and key');
+  return cert !== undefined && key !== undefined ? { cert, key } : undefined;
 }
 
 export function normalizeFingerprint(fp: string): string {

@@ -84,6 +84,7 @@ export class PoolerEndpoint {
       port,
       serverName: this.serverName,
       ...(policy.ca !== undefined ? { ca: policy.ca } : {}),
+      ...(policy.clientCert !== undefined ? { cert: policy.clientCert.cert, key: policy.clientCert.key } : {}),
       dangerouslySkipVerify: policy.skipChainVerification,
       enableEarlyData: this.settings.earlyData,
       tickets: this.settings.tickets,

@@ -23,6 +23,15 @@ export interface CertificateOptions {
   readonly serverName?: string;
   /** Accept ANY certificate: a man in the middle can read everything. Throwaway dev set-ups only. */
   readonly dangerouslyAcceptAnyCertificate?: boolean;
+  /**
+   * Client certificate chain (PEM, leaf first) presented to the pooler, with its private key: a
+   * pooler with a client CA maps it to the users its sessions may log in as without a password
+   * (`cert` authentication). Give `cert` and `key`, or `certFile` and `keyFile` (read once).
+   */
+  readonly cert?: string | Uint8Array;
+  readonly key?: string | Uint8Array;
+  readonly certFile?: string;
+  readonly keyFile?: string;
 }
 
 export interface SessionManagerOptions extends CertificateOptions {

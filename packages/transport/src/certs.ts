@@ -12,6 +12,11 @@ export interface DevCertificateOptions {
   names?: readonly string[];
   /** Validity in days from now. Default 30. */
   days?: number;
+  /**
+   * Common name of the generated CA. Default 'quicpool development CA'. Give CAs that are trusted
+   * together (a client CA bundle) distinct names: certificate stores find issuers by name.
+   */
+  caName?: string;
 }
 
 export interface DevCertificates {
@@ -40,7 +45,7 @@ export async function generateDevCertificates(options: DevCertificateOptions = {
   // which every importer of this package (the daemon's start) would otherwise pay.
   const { generate } = await import('selfsigned');
 
-  const ca = await generate([{ name: 'commonName', value: 'quicpool development CA' }], {
+  const ca = await generate([{ name: 'commonName', value: options.caName ?? 'quicpool development CA' }], {
     ...common,
     extensions: [
       { name: 'basicConstraints', cA: true, critical: true },

@@ -3,6 +3,7 @@
 // session, plus metadata saying how it arrived. A TCP connection, a TLS connection and one QUIC
 // stream are all just session streams to the pooler and the client.
 import type { Duplex } from 'node:stream';
+import type { PeerCertificate } from './peer-certificate.js';
 
 export type TransportKind = 'tcp' | 'unix' | 'tls' | 'quic' | 'memory';
 
@@ -14,6 +15,14 @@ export interface TlsDetails {
   /** True when the peer's certificate was verified (always true for a client unless insecure mode). */
   readonly authorized: boolean;
   readonly servername: string | null;
+  /**
+   * The peer's certificate when it presented one that verified, else null. On a server: a client
+   * certificate checked against the listener's client CA (TLS `requestCert` + `ca`, QUIC
+   * `clientCa`); on a client: the server's certificate (null with verification off). On a QUIC
+   * stream it is read from the connection when asked (a resumed connection knows it from its
+   * session ticket, even during 0-RTT).
+   */
+  readonly peerCertificate: PeerCertificate | null;
 }
 
 export interface QuicDetails {

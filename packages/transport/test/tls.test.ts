@@ -40,7 +40,10 @@ describe('tls transport', () => {
   it('verifies the server and reports what TLS negotiated on both sides', async () => {
     const client = await dialTls({ host: 'localhost', port: port(), ca: certs.caPem });
     const server = await accepted(client);
-    expect(client.info.tls).toEqual({ protocol: 'TLSv1.3', alpnProtocol: 'postgresql', authorized: true, servername: 'localhost' });
+    expect(client.info.tls).toMatchObject({ protocol: 'TLSv1.3', alpnProtocol: 'postgresql', authorized: true, servername: 'localhost' });
+    // The client sees the server's verified certificate; the server asked for none.
+    expect(client.info.tls?.peerCertificate?.fingerprint256).toBe(certs.fingerprint);
+    expect(client.info.tls?.peerCertificate?.commonName).toBe('localhost');
     expect(server.info.tls?.alpnProtocol).toBe('postgresql');
     expect(server.info.tls?.servername).toBe('localhost');
     expect(server.info.remotePort).toBe(client.info.localPort);

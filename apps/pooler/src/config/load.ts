@@ -10,7 +10,8 @@ import type { KeySpec, Section, UserKey } from './schema.js';
 
 export type Key = { [S in Section]: `${S}.${keyof (typeof SCHEMA)[S] & string}` }[Section];
 export type Value = string | number | boolean | readonly string[] | null;
-export type UserSettings = Partial<Record<UserKey, string>>;
+/** One user's settings: the string[] keys (certificate maps) as arrays, the others as strings. */
+export type UserSettings = { -readonly [K in UserKey]?: (typeof USER_KEYS)[K]['type'] extends 'string[]' ? readonly string[] : string };
 
 export class ConfigFileError extends Error {
   override readonly name = 'ConfigFileError';
@@ -76,12 +77,12 @@ const isTable = (v: unknown): v is Record<string, unknown> => typeof v === 'obje
 function readUsers(source: string, prefix: string, v: unknown, into: Map<string, UserSettings>): void {
   if (!isTable(v)) throw new ConfigFileError(source, prefix, `expected a table of users, got ${typeName(v)}`);
   for (const [name, u] of Object.entries(v)) {
-    if (!isTable(u)) throw new ConfigFileError(source, `${prefix}.${name}`, `expected a table (password, scram_secret, auth, server_password), got ${typeName(u)}`);
+    if (!isTable(u)) throw new ConfigFileError(source, `${prefix}.${name}`, `expected a table (${Object.keys(USER_KEYS).join(', ')}), got ${typeName(u)}`);
     const user: UserSettings = {};
     for (const [key, value] of Object.entries(u)) {
       const spec = (USER_KEYS as Record<string, KeySpec>)[key];
       if (spec === undefined) throw new ConfigFileError(source, `${prefix}.${name}.${key}`, `unknown key (expected one of ${Object.keys(USER_KEYS).join(', ')})`);
-      user[key as UserKey] = checkValue(source, `${prefix}.${name}.${key}`, spec, value) as string;
+      (user as Record<string, Value>)[key] = checkValue(source, `${prefix}.${name}.${key}`, spec, value);
     }
     into.set(name, user);
   }

@@ -45,6 +45,7 @@ export const SCHEMA = {
     cert_file: k('string', null, false, 'Server certificate chain (PEM) for TLS and QUIC. Unset: a development CA and certificate are generated in the state folder.'),
     key_file: k('string', null, false, 'Private key (PEM) of cert_file.'),
     server_names: k('string[]', ['localhost', '127.0.0.1', '::1'], false, 'Names in the generated development certificate (QUIC clients verify a DNS name).'),
+    client_ca_file: k('string', null, false, 'CA certificates (PEM) that client certificates must chain to, for users with auth = "cert". Set: QUIC and TLS clients are asked for a certificate; on QUIC one that does not verify fails the handshake, on TLS over TCP it is ignored (the session then has none); clients without one connect as before (password users are unaffected). Unset: no client certificates.'),
   },
   quic: {
     alpn: k('string[]', ['pgsql/3'], false, 'ALPN protocols accepted on QUIC.'),
@@ -105,8 +106,10 @@ export type Section = keyof typeof SCHEMA;
 export const USER_KEYS = {
   password: { type: 'string', default: null, doc: 'Plaintext password: every auth method, and the server login.', live: true, secret: true },
   scram_secret: { type: 'string', default: null, doc: 'A Postgres SCRAM-SHA-256 secret instead of password (client auth only).', live: true, secret: true },
-  auth: { type: 'enum', default: 'scram-sha-256', doc: 'Client auth method.', live: true, values: ['scram-sha-256', 'md5', 'password', 'trust'] },
+  auth: { type: 'enum', default: 'scram-sha-256', doc: 'Client auth method. "cert": the session\'s QUIC or TLS connection presented a client certificate that verified against tls.client_ca_file and is listed in cert_common_names or cert_fingerprints; no password (anything else: FATAL 28000).', live: true, values: ['scram-sha-256', 'md5', 'password', 'trust', 'cert'] },
   server_password: { type: 'string', default: null, doc: 'Password for the server login (default: password).', live: true, secret: true },
+  cert_common_names: { type: 'string[]', default: [], doc: 'auth = "cert": subject common names (CN) of the client certificates that may log in as this user.', live: true },
+  cert_fingerprints: { type: 'string[]', default: [], doc: 'auth = "cert": SHA-256 fingerprints of client certificates that may log in as this user ("AB:CD:..." as openssl x509 -fingerprint -sha256 prints it; colons and case optional).', live: true },
 } as const satisfies Record<string, KeySpec>;
 
 export type UserKey = keyof typeof USER_KEYS;

@@ -15,11 +15,13 @@ export interface Upstream {
 }
 
 function user(u: UserSettings): UserConfig {
-  const out: { password?: string; scramSecret?: string; auth?: AuthMethod; serverPassword?: string } = {};
+  const out: { -readonly [K in keyof UserConfig]?: UserConfig[K] } = {};
   if (u.password !== undefined) out.password = u.password;
   if (u.scram_secret !== undefined) out.scramSecret = u.scram_secret;
   if (u.auth !== undefined) out.auth = u.auth as AuthMethod;
   if (u.server_password !== undefined) out.serverPassword = u.server_password;
+  if (u.cert_common_names !== undefined) out.certCommonNames = u.cert_common_names;
+  if (u.cert_fingerprints !== undefined) out.certFingerprints = u.cert_fingerprints;
   return out;
 }
 
@@ -69,6 +71,10 @@ export function configRows(c: AppConfig): ConfigRow[] {
   });
   for (const [name, u] of c.users) {
     rows.push({ key: `users.${name}.auth`, value: u.auth ?? 'scram-sha-256', default: 'scram-sha-256', changeable: true });
+    for (const map of ['cert_common_names', 'cert_fingerprints'] as const) {
+      const v = u[map];
+      if (v !== undefined) rows.push({ key: `users.${name}.${map}`, value: show(v), default: '', changeable: true });
+    }
     for (const secret of ['password', 'scram_secret', 'server_password'] as const) {
       if (u[secret] !== undefined) rows.push({ key: `users.${name}.${secret}`, value: '********', default: '', changeable: true });
     }
@@ -114,6 +120,6 @@ export function engineErrorKey(message: string): [string, string] {
   const colon = message.indexOf(':');
   const key = colon < 0 ? 'config' : message.slice(0, colon);
   const detail = colon < 0 ? message : message.slice(colon + 1).trim();
-  const toml = ENGINE_KEYS[key] ?? key.replace(/\.scramSecret$/, '.scram_secret').replace(/\.serverPassword$/, '.server_password');
+  const toml = ENGINE_KEYS[key] ?? key.replace(/\.scramSecret$/, '.scram_secret').replace(/\.serverPassword$/, '.server_password').replace(/\.certFingerprints$/, '.cert_fingerprints');
   return [toml, detail];
 }

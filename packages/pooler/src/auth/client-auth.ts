@@ -3,6 +3,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { encodeBackend, SQLSTATE } from '@quicpool/wire';
 import type { AuthenticationResponseKind, TypedFrontendMessage, SqlState } from '@quicpool/wire';
+import type { PeerCertificate } from '@quicpool/transport';
 import type { ResolvedUser } from '../config/pooler-config.js';
 import { verifyMd5 } from './md5.js';
 import { DEFAULT_SCRAM_ITERATIONS, SCRAM_SHA_256, ScramServer } from './scram.js';
@@ -22,6 +23,8 @@ export interface ClientAuthContext {
   /** Transport already encrypts (TLS, QUIC, or in-process memory). */
   readonly encrypted: boolean;
   readonly allowInsecurePasswordAuth: boolean;
+  /** The client certificate the session's connection presented and that verified, else null. */
+  readonly peerCertificate: PeerCertificate | null;
 }
 
 const AUTH_OK = encodeBackend({ type: 'AuthenticationOk' });
@@ -38,10 +41,17 @@ function mockSecret(userName: string): ScramSecret {
   return { iterations: DEFAULT_SCRAM_ITERATIONS, salt, ...mockKeys };
 }
 
+/** The certificate is one of those mapped to the user: by subject CN or by SHA-256 fingerprint. */
+function certificateMapped(cert: PeerCertificate | null, user: ResolvedUser): boolean {
+  if (cert === null) return false;
+  if (cert.commonName !== null && user.certCommonNames.has(cert.commonName)) return true;
+  return user.certFingerprints.has(cert.fingerprint256);
+}
+
 export class ClientAuthenticator {
   private scram: ScramServer | null = null;
   private md5Salt: Buffer | null = null;
-  private method: 'scram-sha-256' | 'md5' | 'password' | 'trust' | 'mock' = 'mock';
+  private method: 'scram-sha-256' | 'md5' | 'password' | 'trust' | 'cert' | 'mock' = 'mock';
 
   constructor(private readonly ctx: ClientAuthContext) {}
 
@@ -51,6 +61,14 @@ export class ClientAuthenticator {
     switch (this.method) {
       case 'trust':
         return { kind: 'ok', bytes: AUTH_OK };
+      case 'cert':
+        return user !== undefined && certificateMapped(this.ctx.peerCertificate, user) ? { kind: 'ok', bytes: AUTH_OK } : {
+          kind: 'fail',
+          sqlstate: SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION,
+          message: this.ctx.peerCertificate === null
+            ? `certificate authentication failed for user "${this.ctx.userName}": the connection presented no verified client certificate`
+            : `certificate authentication failed for user "${this.ctx.userName}": certificate "${this.ctx.peerCertificate.commonName ?? this.ctx.peerCertificate.fingerprint256}" is not mapped to this user`,
+        };
       case 'mock':
       case 'scram-sha-256':
         this.scram = new ScramServer(user?.scram ?? mockSecret(this.ctx.userName));

@@ -2,6 +2,7 @@
 // `resolvePoolerConfig` fills defaults, checks every value and precomputes secrets once, so the
 // session code never parses configuration on a client's time.
 import type { TlsServerOptions } from '@quicpool/transport';
+import { canonicalFingerprint256 } from '@quicpool/transport';
 import type { ServerAddress, ServerTls } from '../backend/dial.js';
 import { md5Secret } from '../auth/md5.js';
 import { parseScramSecret, scramSecretFromPassword } from '../auth/scram.js';
@@ -9,8 +10,12 @@ import type { ScramSecret } from '../auth/scram.js';
 import type { PoolSettings } from './pool-settings.js';
 import { resolvePoolSettings, SettingError } from './pool-settings.js';
 
-/** How a client proves who it is (names as in pg_hba.conf). */
-export type AuthMethod = 'scram-sha-256' | 'md5' | 'password' | 'trust';
+/**
+ * How a client proves who it is (names as in pg_hba.conf). 'cert': the session's connection
+ * (QUIC, or TLS over TCP) presented a client certificate that verified against the listener's
+ * client CA and is mapped to this user (`certCommonNames` / `certFingerprints`); no password.
+ */
+export type AuthMethod = 'scram-sha-256' | 'md5' | 'password' | 'trust' | 'cert';
 
 export interface UserConfig {
   /** Plaintext password: allows every method, and logs in to the server. */
@@ -21,6 +26,10 @@ export interface UserConfig {
   readonly auth?: AuthMethod;
   /** Password the pooler uses to log in to the real server as this user; default `password`. */
   readonly serverPassword?: string;
+  /** `auth: 'cert'`: subject common names (CN) of the client certificates that may log in as this user. */
+  readonly certCommonNames?: readonly string[];
+  /** `auth: 'cert'`: SHA-256 fingerprints (hex, colons optional) of client certificates that may log in as this user. */
+  readonly certFingerprints?: readonly string[];
 }
 
 /** TLS to the server: verified (`verify-full`) unless `mode: 'require'` says encrypted only. */
@@ -77,6 +86,9 @@ export interface ResolvedUser {
   /** "md5..." secret, only when a plaintext password is configured. */
   readonly md5: string | undefined;
   readonly serverPassword: string | undefined;
+  /** `auth: 'cert'`: the certificates mapped to this user (CNs, and fingerprints as `AA:BB:...`). */
+  readonly certCommonNames: ReadonlySet<string>;
+  readonly certFingerprints: ReadonlySet<string>;
 }
 
 export interface ResolvedPoolerConfig {
@@ -116,6 +128,11 @@ function resolveUser(name: string, u: UserConfig): ResolvedUser {
       break;
     case 'trust':
       break;
+    case 'cert':
+      if ((u.certCommonNames?.length ?? 0) + (u.certFingerprints?.length ?? 0) === 0) {
+        throw new ConfigError(`users.${name}: cert needs the certificates that may log in as ${name} (certCommonNames or certFingerprints; in TOML cert_common_names or cert_fingerprints)`);
+      }
+      break;
     default: {
       const never: never = auth;
       throw new ConfigError(`users.${name}.auth: unknown method ${JSON.stringify(never)}`);
@@ -128,6 +145,12 @@ function resolveUser(name: string, u: UserConfig): ResolvedUser {
     scram,
     md5: u.password === undefined ? undefined : md5Secret(name, u.password),
     serverPassword: u.serverPassword ?? u.password,
+    certCommonNames: new Set(u.certCommonNames ?? []),
+    certFingerprints: new Set((u.certFingerprints ?? []).map((fp) => {
+      const canonical = canonicalFingerprint256(fp);
+      if (canonical === null) throw new ConfigError(`users.${name}.certFingerprints: ${JSON.stringify(fp)} is not a SHA-256 fingerprint (64 hex digits)`);
+      return canonical;
+    })),
   };
 }
 

@@ -101,6 +101,7 @@ export class PoolerCore {
       authFailureDelay: config.authFailureDelayMs > 0,
       ignoreStartupParameters: config.ignoreStartupParameters,
       lookupUser: (name) => config.users.get(name),
+      peerCertificate: () => client.info.tls?.peerCertificate ?? null,
       admit: (database, user) => {
         const refused = this.admit(database, user);
         if (refused === undefined) {

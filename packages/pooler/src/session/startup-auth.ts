@@ -119,6 +119,7 @@ export class StartupAuth {
       user: this.ctx.lookupUser(check.user),
       encrypted: this.encrypted,
       allowInsecurePasswordAuth: this.ctx.allowInsecurePasswordAuth,
+      peerCertificate: this.ctx.peerCertificate(),
     });
     this.step(this.auth.start());
   }

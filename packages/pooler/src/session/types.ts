@@ -1,7 +1,7 @@
 // What goes into and comes out of a client session's state machine. The machine does no I/O:
 // the driver turns transport and pool happenings into events and carries out the actions.
 import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@quicpool/wire';
-import type { TransportKind } from '@quicpool/transport';
+import type { PeerCertificate, TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
 
@@ -124,6 +124,8 @@ export interface SessionContext {
   readonly allowInsecurePasswordAuth: boolean;
   readonly ignoreStartupParameters: ReadonlySet<string>;
   lookupUser(name: string): ResolvedUser | undefined;
+  /** The verified client certificate of the session's connection (asked at login: after an SSLRequest upgrade too), else null. */
+  peerCertificate(): PeerCertificate | null;
   /** Transaction pooling: what a statement that leaves session state does (default 'pin'). */
   readonly sessionStatePolicy?: SessionStatePolicy;
   /** Transaction pooling: named prepared statements kept per backend (LRU; default 1000). */

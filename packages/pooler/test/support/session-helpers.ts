@@ -5,10 +5,10 @@ import { resolvePoolerConfig } from '../../src/config/pooler-config.js';
 import type { PoolerConfig } from '../../src/config/pooler-config.js';
 import type { PoolMode } from '../../src/config/pool-settings.js';
 import type { SessionAction, SessionContext } from '../../src/session/types.js';
-import type { TransportKind } from '@quicpool/transport';
+import type { PeerCertificate, TransportKind } from '@quicpool/transport';
 
 export function testContext(
-  opts: { transport?: TransportKind; poolMode?: PoolMode; users?: PoolerConfig['users']; allowInsecure?: boolean; tls?: boolean; refuse?: boolean } = {},
+  opts: { transport?: TransportKind; poolMode?: PoolMode; users?: PoolerConfig['users']; allowInsecure?: boolean; tls?: boolean; refuse?: boolean; peerCertificate?: PeerCertificate } = {},
 ): SessionContext {
   const config = resolvePoolerConfig({
     server: { host: '127.0.0.1', port: 5432 },
@@ -21,6 +21,7 @@ export function testContext(
     allowInsecurePasswordAuth: opts.allowInsecure ?? false,
     ignoreStartupParameters: config.ignoreStartupParameters,
     lookupUser: (name) => config.users.get(name),
+    peerCertificate: () => opts.peerCertificate ?? null,
     admit: () => (opts.refuse === true ? { sqlstate: '53300', message: 'sorry, too many clients already' } : undefined),
   };
 }

@@ -1,7 +1,7 @@
 // Options for the lean QUIC endpoint and their translation into quiche `Config` objects.
 // Every default is chosen for the pooler's traffic: many small request/response sessions per
 // connection, a handful of connections per client, loopback-to-WAN round trips.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import { quiche } from '@matrixai/quic/native/index.js';
 import type { Config } from '@matrixai/quic/native/index.js';
@@ -47,6 +47,14 @@ export interface QuicServerOptions extends QuicCommonOptions {
   cert: string | Uint8Array;
   /** Private key of the leaf certificate, PEM. */
   key: string | Uint8Array;
+  /**
+   * CA bundle (PEM) that client certificates must chain to. When set, the server asks every
+   * client for a certificate during the handshake: one that does not verify fails the handshake
+   * (TLS alert, as PostgreSQL does with `ssl_ca_file`), a client that sends none is accepted, and
+   * a verified one shows as `info.tls.peerCertificate` on the connection's streams (from the
+   * session ticket on resumed connections, 0-RTT included). Default: no client certificates.
+   */
+  clientCa?: string | Uint8Array;
   host?: string;
   port?: number;
   /** Concurrent client-initiated bidirectional streams per connection. Default 1,000. */
@@ -82,6 +90,12 @@ export interface QuicClientOptions extends QuicCommonOptions {
   dangerouslySkipVerify?: boolean;
   /** Offer 0-RTT when a session ticket is known. Default true. */
   enableEarlyData?: boolean;
+  /**
+   * Client certificate chain (PEM, leaf first) and its private key, presented when the server
+   * asks for one (a pooler with `clientCa`, for `cert` authentication). Give both or neither.
+   */
+  cert?: string | Uint8Array;
+  key?: string | Uint8Array;
 }
 
 export interface QuicClientEndpointOptions extends QuicClientOptions {
@@ -147,6 +161,8 @@ function applyCommon(cfg: Config, c: ResolvedCommon): void {
 
 export interface BuiltServerConfig {
   config: Config;
+  /** Client certificates are requested and verified (`clientCa` given). */
+  verifiesClients: boolean;
   maxStreamsPerConnection: number;
   maxConnections: number;
   earlyData: 'accept' | 'defer';
@@ -154,7 +170,12 @@ export interface BuiltServerConfig {
 }
 
 export function buildServerConfig(o: QuicServerOptions, common: ResolvedCommon): BuiltServerConfig {
-  const config = quiche.Config.withBoringSslCtx(false, false, null, [toBytes(o.key)], [toBytes(o.cert)], null);
+  const clientCa = o.clientCa !== undefined ? toBytes(o.clientCa) : null;
+  const config = quiche.Config.withBoringSslCtx(false, false, clientCa, [toBytes(o.key)], [toBytes(o.cert)], null);
+  // quiche's verify_peer sets SSL_VERIFY_PEER alone (withBoringSslCtx(true, ...) would add
+  // FAIL_IF_NO_PEER_CERT): a certificate is requested and checked against `clientCa`, and
+  // clients without one still connect (they authenticate some other way).
+  if (clientCa !== null) config.verifyPeer(true);
   applyCommon(config, common);
   const maxStreams = o.maxStreamsPerConnection ?? 1000;
   config.setInitialMaxStreamsBidi(maxStreams);
@@ -164,6 +185,7 @@ export function buildServerConfig(o: QuicServerOptions, common: ResolvedCommon):
   if (o.enableEarlyData ?? true) config.enableEarlyData();
   return {
     config,
+    verifiesClients: clientCa !== null,
     maxStreamsPerConnection: maxStreams,
     maxConnections: o.maxConnections ?? 10_000,
     earlyData: o.earlyData ?? 'accept',
@@ -173,11 +195,24 @@ export function buildServerConfig(o: QuicServerOptions, common: ResolvedCommon):
 
 let systemCaPem: Uint8Array | undefined;
 
+/**
+ * What distinguishes this client's identity in the ticket store: a session ticket carries the
+ * client certificate it was issued for, so a ticket must never be reused by a client presenting
+ * another certificate (or none). '' without a certificate.
+ */
+export function clientIdentityOf(o: QuicClientOptions): string {
+  if (o.cert === undefined) return '';
+  return createHash('sha256').update(toBytes(o.cert)).digest('hex').slice(0, 32);
+}
+
 export function buildClientConfig(o: QuicClientOptions, common: ResolvedCommon): Config {
   const verify = o.dangerouslySkipVerify !== true;
   // BoringSSL in this binding has no system store wired in: "system CAs" means Node's bundle.
   const ca = verify ? (o.ca !== undefined ? toBytes(o.ca) : (systemCaPem ??= enc.encode(rootCertificates.join('\n')))) : null;
-  const config = quiche.Config.withBoringSslCtx(verify, false, ca, null, null, null);
+  if ((o.cert === undefined) !== (o.key === undefined)) throw new RangeError('a client certificate needs both cert and key');
+  const key = o.key !== undefined ? [toBytes(o.key)] : null;
+  const cert = o.cert !== undefined ? [toBytes(o.cert)] : null;
+  const config = quiche.Config.withBoringSslCtx(verify, false, ca, key, cert, null);
   applyCommon(config, common);
   // The server never opens streams towards the client.
   config.setInitialMaxStreamsBidi(0);

@@ -4,6 +4,8 @@
 import { EventEmitter } from 'node:events';
 import type { Connection, RecvInfo } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
+import { peerCertificateFromDer } from '../peer-certificate.js';
+import type { PeerCertificate } from '../peer-certificate.js';
 import { AppError, connectionClosedError } from './errors.js';
 import { QuicSessionStream, quicSessionInfo, writeFin } from './stream.js';
 import type { DataMark, StreamHost } from './stream.js';
@@ -43,8 +45,11 @@ export interface ConnectionInit {
   earlyDataPolicy: 'accept' | 'defer';
   /** Client: a session ticket was set, so data written before the handshake goes out as 0-RTT. */
   resuming: boolean;
-  /** The peer's certificate was verified (client with verification on; servers see no client cert). */
-  authorized: boolean;
+  /**
+   * The peer's certificate is verified: a client with verification on, a server with `clientCa`
+   * (there, only clients that presented one have a certificate to show).
+   */
+  verifiesPeer: boolean;
 }
 
 interface OpenWaiter {
@@ -114,6 +119,8 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   private discoverCountdown = 0;
   /** The negotiated ALPN ('' for none), read from quiche once for all streams. */
   private alpn: string | null = null;
+  /** The peer's verified certificate once known for good (see `peerCertificate`); undefined = ask quiche. */
+  private peerCert: PeerCertificate | null | undefined = undefined;
   /** Emitted when a peer opens a stream (server side). */
   onStream: ((s: QuicSessionStream) => void) | null = null;
 
@@ -148,6 +155,29 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   /** Why the connection failed or closed, once it has. */
   get error(): TransportError | null {
     return this.failed;
+  }
+
+  /**
+   * The peer's verified certificate, or null (none presented, or nothing verifies peers here).
+   * Asked of quiche until the handshake is done (a resumed server connection knows it from the
+   * session ticket during 0-RTT, a full handshake only once the client's Certificate arrived);
+   * parsed once and kept after that.
+   */
+  peerCertificate(): PeerCertificate | null {
+    if (this.peerCert !== undefined) return this.peerCert;
+    if (!this.init.verifiesPeer) {
+      this.peerCert = null;
+      return null;
+    }
+    let leaf: Uint8Array | undefined;
+    try {
+      leaf = this.q.peerCertChain()?.[0];
+    } catch {
+      leaf = undefined;
+    }
+    const cert = peerCertificateFromDer(leaf);
+    if (cert !== null || this.established) this.peerCert = cert;
+    return cert;
   }
 
   // --- endpoint-facing ------------------------------------------------------------------------
@@ -464,7 +494,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     const info = quicSessionInfo({
       local, remote, id, early,
       alpn: alpn === '' ? null : alpn,
-      authorized: this.init.authorized, serverName: this.init.serverName, cidHex: this.init.cidHex,
+      peer: this, serverName: this.init.serverName, cidHex: this.init.cidHex,
     });
     const s = new QuicSessionStream(this, id, info);
     this.streams.set(id, s);

@@ -5,7 +5,7 @@
 import { quiche } from '@matrixai/quic/native/index.js';
 import type { Config, Header } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
-import { buildClientConfig, buildServerConfig, resolveCommon } from './config.js';
+import { buildClientConfig, buildServerConfig, clientIdentityOf, resolveCommon } from './config.js';
 import type { BuiltServerConfig, QuicClientEndpointOptions, QuicServerOptions, ResolvedCommon } from './config.js';
 import { QuicConnection } from './connection.js';
 import type { ConnectionHost } from './connection.js';
@@ -134,7 +134,7 @@ export class QuicEndpoint implements ConnectionHost {
     const ep: { current: QuicEndpoint | null } = { current: null };
     const io = await openDatagramIo(common.udpIo, QuicEndpoint.ioOptions(ep, localHost, 0, common, { host: opts.host, port: opts.port }));
     const tickets = opts.tickets ?? new QuicTicketStore();
-    const ticketKey = ticketKeyOf(opts.host, opts.port, opts.serverName);
+    const ticketKey = ticketKeyOf(opts.host, opts.port, opts.serverName, clientIdentityOf(opts));
     ep.current = new QuicEndpoint(io, { kind: 'client', config, opts, tickets, ticketKey }, common);
     return ep.current;
   }
@@ -225,7 +225,7 @@ export class QuicEndpoint implements ConnectionHost {
     const c = new QuicConnection(this, q, {
       role: 'client', cidHex: cidHex(cid), local: this.localHost, remote,
       serverName: opts.serverName, earlyDataPolicy: 'accept', resuming,
-      authorized: opts.dangerouslySkipVerify !== true,
+      verifiesPeer: opts.dangerouslySkipVerify !== true,
     });
     this.routes.set(key, c);
     c.routeKeys.push(key);
@@ -343,7 +343,7 @@ export class QuicEndpoint implements ConnectionHost {
     const q = quiche.Connection.accept(d.scid, d.odcid, this.localHost, remote, built.config);
     const c = new QuicConnection(this, q, {
       role: 'server', cidHex: cidHex(d.scid), local: this.localHost, remote,
-      serverName: null, earlyDataPolicy: built.earlyData, resuming: false, authorized: false,
+      serverName: null, earlyDataPolicy: built.earlyData, resuming: false, verifiesPeer: built.verifiesClients,
     });
     this.routes.set(d.key, c);
     c.routeKeys.push(d.key);

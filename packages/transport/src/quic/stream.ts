@@ -8,7 +8,8 @@ import { quiche } from '@matrixai/quic/native/index.js';
 import type { Connection } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
 import { duplexReadyState } from '../session-stream.js';
-import type { SessionInfo, SessionStream, SocketReadyState } from '../session-stream.js';
+import type { SessionInfo, SessionStream, SocketReadyState, TlsDetails } from '../session-stream.js';
+import type { PeerCertificate } from '../peer-certificate.js';
 import { AppError, isQuicheError, streamErrorCode } from './errors.js';
 
 /** What a stream needs from its connection (kept narrow so the two files stay independent). */
@@ -62,17 +63,30 @@ export function quicSessionInfo(o: {
   id: number;
   early: boolean;
   alpn: string | null;
-  authorized: boolean;
+  /** Where the peer's certificate comes from (the connection; read when asked). */
+  peer: { readonly init: { readonly role: 'client' | 'server'; readonly verifiesPeer: boolean }; peerCertificate(): PeerCertificate | null };
   serverName: string | null;
   cidHex: string;
 }): SessionInfo {
+  const peer = o.peer;
+  const tls: TlsDetails = {
+    protocol: 'TLSv1.3',
+    alpnProtocol: o.alpn,
+    // A client verified the server during the handshake; a server has verified a client exactly
+    // when the client presented a certificate that passed.
+    authorized: peer.init.role === 'client' ? peer.init.verifiesPeer : peer.peerCertificate() !== null,
+    servername: o.serverName,
+    get peerCertificate(): PeerCertificate | null {
+      return peer.peerCertificate();
+    },
+  };
   return {
     kind: 'quic',
     localAddress: o.local.address,
     localPort: o.local.port,
     remoteAddress: o.remote.host,
     remotePort: o.remote.port,
-    tls: { protocol: 'TLSv1.3', alpnProtocol: o.alpn, authorized: o.authorized, servername: o.serverName },
+    tls,
     quic: { connectionId: o.cidHex, streamId: o.id, earlyData: o.early },
   };
 }

@@ -29,6 +29,7 @@ export class QuicTicketStore {
   }
 }
 
-export function ticketKeyOf(host: string, port: number, serverName: string): string {
-  return `${host}:${port}/${serverName}`;
+/** `identity` names the client certificate presented (see `clientIdentityOf`); '' for none. */
+export function ticketKeyOf(host: string, port: number, serverName: string, identity = ''): string {
+  return identity === '' ? `${host}:${port}/${serverName}` : `${host}:${port}/${serverName}#${identity}`;
 }

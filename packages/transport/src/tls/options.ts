@@ -2,6 +2,8 @@
 // default everywhere: a pooler that silently accepts any certificate protects nothing.
 import type tls from 'node:tls';
 import type { TlsDetails } from '../session-stream.js';
+import { peerCertificateFromDer } from '../peer-certificate.js';
+import type { PeerCertificate } from '../peer-certificate.js';
 
 type Pem = string | Buffer | Array<string | Buffer>;
 
@@ -17,9 +19,17 @@ export interface TlsServerOptions {
   key: Pem;
   /** CAs that client certificates must chain to (only used with requestCert). */
   ca?: Pem;
-  /** Ask for a client certificate. Default false. */
+  /**
+   * Ask for a client certificate. Default false. A certificate that verifies against `ca` shows
+   * as `info.tls.peerCertificate`.
+   */
   requestCert?: boolean;
-  /** With requestCert: refuse clients without a valid certificate. Default true. */
+  /**
+   * With requestCert: refuse (fail the handshake of) clients without a valid certificate. Default
+   * true. With false, clients without one (or with one that does not verify) are accepted and their
+   * `info.tls.peerCertificate` is null, so the application refuses them (the pooler's `cert`
+   * authentication answers 28000).
+   */
   rejectUnauthorized?: boolean;
   /**
    * ALPN protocols accepted, in preference order. Default ['postgresql']. A client offering
@@ -53,17 +63,43 @@ export interface TlsClientOptions {
   handshakeTimeoutMs?: number;
 }
 
-export function tlsDetails(socket: tls.TLSSocket, servername: string | null): TlsDetails {
+/**
+ * `authorized` is the verification outcome: a client socket's own `authorized`, or on a server
+ * `clientCertificateVerified` (node sets `authorized` only on sockets a tls.Server created).
+ */
+export function tlsDetails(socket: tls.TLSSocket, servername: string | null, authorized = socket.authorized): TlsDetails {
   const alpn = socket.alpnProtocol;
+  // The DER is taken now (the socket forgets it once closed) and parsed on first access only.
+  const raw = authorized ? (socket.getPeerCertificate(false) as { raw?: Buffer } | null)?.raw : undefined;
+  let peer: PeerCertificate | null | undefined = raw === undefined ? null : undefined;
   return {
     protocol: socket.getProtocol(),
     alpnProtocol: typeof alpn === 'string' ? alpn : null,
-    authorized: socket.authorized,
+    authorized,
     servername,
+    get peerCertificate(): PeerCertificate | null {
+      peer ??= peerCertificateFromDer(raw);
+      return peer;
+    },
   };
 }
 
 export function alpnList(protocols: readonly string[] | undefined): string[] | undefined {
   const list = protocols ?? DEFAULT_TLS_ALPN;
   return list.length === 0 ? undefined : [...list];
+}
+
+/**
+ * Server side: whether the client presented a certificate that verified against the configured
+ * CA. Node computes this only for sockets a tls.Server accepted (its `onServerSocketSecure` asks
+ * the handle for OpenSSL's verify result); our sockets wrap a session stream, so we ask the same
+ * handle. OpenSSL reports success when no certificate was sent at all, hence the second check.
+ */
+export function clientCertificateVerified(socket: tls.TLSSocket, requested: boolean): boolean {
+  if (!requested) return false;
+  const handle = (socket as unknown as { _handle?: { verifyError?: () => Error | null | undefined } })._handle;
+  if (handle === undefined || typeof handle.verifyError !== 'function') return false;
+  if (handle.verifyError() != null) return false;
+  const peer = socket.getPeerCertificate(false) as { raw?: Buffer } | null;
+  return peer?.raw !== undefined;
 }

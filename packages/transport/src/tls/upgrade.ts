@@ -7,7 +7,7 @@ import type { SessionStream } from '../session-stream.js';
 import { TransportError } from '../session-stream.js';
 import { adoptSocket, dialError, errorCode } from '../tcp/socket-stream.js';
 import type { TlsClientOptions, TlsServerOptions } from './options.js';
-import { alpnList, tlsDetails } from './options.js';
+import { alpnList, clientCertificateVerified, tlsDetails } from './options.js';
 
 // Building a SecureContext parses keys and certificates (~1 ms); do it once per options object.
 const serverContexts = new WeakMap<TlsServerOptions, tls.SecureContext>();
@@ -58,7 +58,8 @@ export function upgradeToTls(stream: SessionStream, options: TlsServerOptions): 
   });
   return handshake(socket, 'secure', stream, options.handshakeTimeoutMs, 'tls accept', () => {
     const servername = (socket as tls.TLSSocket & { servername?: string | false }).servername;
-    return tlsDetails(socket, typeof servername === 'string' ? servername : null);
+    const verified = clientCertificateVerified(socket, options.requestCert ?? false);
+    return tlsDetails(socket, typeof servername === 'string' ? servername : null, verified);
   });
 }
 
