@@ -53,9 +53,6 @@ export async function connectOptions(c: AppConfig): Promise<{ sessions: SessionM
   const cert = await file('connect.cert_file');
   const key = await file('connect.key_file');
   if ((cert === undefined) !== (key === undefined)) throw new ConfigFileError(source, 'connect.key_file', 'connect.cert_file and connect.key_file go together');
-  if (cert !== undefined) {
-    throw new ConfigFileError(source, 'connect.cert_file', 'client certificates are not supported by this build yet (certificate authentication to the pooler is under way); leave cert_file/key_file unset: SCRAM is relayed end to end');
-  }
   const serverName = c.get<string | null>('connect.server_name');
   const fingerprint = c.get<string | null>('connect.pinned_fingerprint');
   const ticketFile = c.get<string>('connect.ticket_file');
@@ -69,6 +66,8 @@ export async function connectOptions(c: AppConfig): Promise<{ sessions: SessionM
     earlyData: c.get<boolean>('connect.early_data'),
     quic: { alpn: c.get<readonly string[]>('connect.alpn') },
     ...(ca !== undefined ? { ca } : {}),
+    // Certificate authentication: the poolers map this certificate to the users it may log in as.
+    ...(cert !== undefined && key !== undefined ? { cert, key } : {}),
     ...(serverName !== null ? { serverName } : {}),
     ...(fingerprint !== null ? { pinnedFingerprint: fingerprint } : {}),
     ...(c.get<boolean>('connect.dangerously_accept_any_certificate') ? { dangerouslyAcceptAnyCertificate: true } : {}),

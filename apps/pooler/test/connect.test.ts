@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
 import { freePort } from '@quicpool/pg-fixture';
+import { generateDevCertificates } from '@quicpool/transport';
 import { runCli, startCommand, startDaemon } from './daemon.js';
 import type { Daemon } from './daemon.js';
 
@@ -21,7 +22,18 @@ let quicPort: number;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'quicpool-connect-'));
   const file = join(dir, 'quicpool.toml');
-  await writeFile(file, `[upstream]\nhost = "${upstream.host}"\nport = ${upstream.port}\n[metrics]\nenabled = false\n[users.${upstream.user}]\npassword = "${upstream.password}"\n`);
+  // The agent's client certificate, mapped by the daemon to trust_user (auth = "cert").
+  const agentCert = await generateDevCertificates({ names: ['agent-1'], caName: 'agents CA' });
+  await writeFile(join(dir, 'agents-ca.pem'), agentCert.caPem);
+  await writeFile(join(dir, 'agent.pem'), agentCert.certPem);
+  await writeFile(join(dir, 'agent.key'), agentCert.keyPem);
+  await writeFile(file, [
+    `[upstream]\nhost = "${upstream.host}"\nport = ${upstream.port}`,
+    '[metrics]\nenabled = false',
+    `[tls]\nclient_ca_file = "${join(dir, 'agents-ca.pem')}"`,
+    `[users.${upstream.user}]\npassword = "${upstream.password}"`,
+    `[users.${upstream.trustUser}]\nauth = "cert"\ncert_common_names = ["agent-1"]`,
+  ].join('\n') + '\n');
   const port = await freePort();
   quicPort = await freePort();
   daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(quicPort)]);
@@ -98,6 +110,18 @@ describe('quicpool connect', () => {
       expect(metric(m, 'quicpool_connect_early_startups_total')).toBe(1);
     } finally {
       expect(await again.agent.stop()).toBe(0);
+    }
+  });
+
+  it('--cert/--key: the daemon maps the agent\'s certificate to a user, local sessions log in without a password', async () => {
+    const { agent, port } = await startAgent(['--cert', join(dir, 'agent.pem'), '--key', join(dir, 'agent.key')]);
+    try {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.trustUser, database: upstream.database });
+      await c.connect();
+      expect((await c.query<{ u: string }>('select current_user as u')).rows[0]?.u).toBe(upstream.trustUser);
+      await c.end();
+    } finally {
+      expect(await agent.stop()).toBe(0);
     }
   });
 

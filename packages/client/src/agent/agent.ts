@@ -217,10 +217,10 @@ function acquireFailure(err: Error, queueMs: number, draining: boolean): { sqlst
   }
   if (draining) return { sqlstate: SQLSTATE.ADMIN_SHUTDOWN as RefusalCode, message: 'the quicpool agent is shutting down' };
   if (err instanceof TransportError && err.code === 'ERR_TLS_CERT') {
-    return {
-      sqlstate: SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION as RefusalCode,
-      message: `quicpool agent: the pooler's certificate did not verify (check the CA file, the server name or the pinned fingerprint): ${err.message}`,
-    };
+    const message = /rejected by the peer/.test(err.message)
+      ? `quicpool agent: the pooler rejected the agent's client certificate (check that the pooler's tls.client_ca_file trusts its CA): ${err.message}`
+      : `quicpool agent: the pooler's certificate did not verify (check the CA file, the server name or the pinned fingerprint): ${err.message}`;
+    return { sqlstate: SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION as RefusalCode, message };
   }
   return { sqlstate: SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION as RefusalCode, message: `quicpool agent: could not connect to the pooler: ${err.message}` };
 }

@@ -65,6 +65,8 @@ export class LocalSession {
   private readonly startupTimer: NodeJS.Timeout | null;
   private authTimer: NodeJS.Timeout | null = null;
   private early = false;
+  /** The pooler has sent this session something. */
+  private answered = false;
 
   constructor(
     private readonly socket: Socket,
@@ -319,6 +321,7 @@ export class LocalSession {
         held = null;
       }
       c.bytesDown += chunk.length;
+      this.answered = true;
       this.down.feed(chunk);
       if (!socket.write(chunk)) stream.pause();
     });
@@ -339,6 +342,12 @@ export class LocalSession {
   private onStreamLost(err: Error): void {
     if (this.phase.kind !== 'forwarding') return;
     this.host.counters.streamsLost++;
+    if (!this.answered) {
+      // Nothing came back yet: to the local client the connection never came up (e.g. the pooler
+      // rejected the agent's certificate after the handshake looked done on our side).
+      const f = this.host.acquireFailure(err);
+      return this.refuse(f.sqlstate, f.message);
+    }
     if (this.down.atBoundary && !this.socket.destroyed) {
       this.socket.end(errorResponse('FATAL', SQLSTATE.CONNECTION_FAILURE, `quicpool agent: the connection to the pooler was lost (${err.message})`));
     } else {
