@@ -3,12 +3,13 @@
 // -j = -c, -C), node-postgres and postgres.js over the TCP port and the unix socket, and a cancel
 // of pg_sleep from the local client. SSLRequest is answered 'N' (libpq's sslmode=prefer asks).
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SQLSTATE } from '@quicpool/wire';
+import { encodeFrontend, encodeStartupPacket, MessageType, PROTOCOL_3_0, SQLSTATE } from '@quicpool/wire';
 import { QuicTicketStore } from '@quicpool/transport';
 import { pgInfo, scramLogin, startQuicPooler, trustLogin, until } from './helpers.js';
 import type { TestPooler } from './helpers.js';
@@ -138,5 +139,43 @@ describe('startup pipelined', () => {
     } finally {
       await second.close();
     }
+  });
+});
+
+describe('backpressure', () => {
+  it('a local client that does not read stops the stream (not the agent\'s memory); reading again gets every byte', async () => {
+    const rows = 20_000;
+    const rowBytes = 1_000;
+    const before = agent.agent.stats();
+    const sock = createConnection({ host: '127.0.0.1', port: agent.port });
+    await new Promise<void>((r) => sock.once('connect', () => r()));
+    sock.pause(); // read nothing for now
+    sock.write(encodeStartupPacket({ type: 'StartupMessage', protocolVersion: PROTOCOL_3_0, parameters: { user: trustLogin.user, database: trustLogin.database } }));
+    sock.write(encodeFrontend({ type: 'Query', query: `select repeat('x', ${rowBytes}) from generate_series(1, ${rows})` }));
+    await until(() => agent.agent.stats().pausedDown > before.pausedDown, 10_000);
+    // While the client reads nothing, the agent has taken in only a small part of the ~20 MB result.
+    expect(agent.agent.stats().bytesDown - before.bytesDown).toBeLessThan((rows * rowBytes) / 2);
+    let received = 0;
+    // Walk the backend messages (type, Int32 length): the second ReadyForQuery ends the answer
+    // (the first one ends the login).
+    let pending: Buffer = Buffer.alloc(0);
+    let readyForQuery = 0;
+    const done = new Promise<void>((resolve) => {
+      sock.on('data', (b: Buffer) => {
+        received += b.length;
+        pending = pending.length === 0 ? b : Buffer.concat([pending, b]);
+        while (pending.length >= 5) {
+          const length = pending.readInt32BE(1);
+          if (pending.length < 1 + length) break;
+          if (pending[0] === MessageType.ReadyForQuery && ++readyForQuery === 2) resolve();
+          pending = pending.subarray(1 + length);
+        }
+      });
+    });
+    sock.resume();
+    await done;
+    expect(received).toBeGreaterThan(rows * rowBytes);
+    sock.end(encodeFrontend({ type: 'Terminate' }));
+    await new Promise<void>((r) => sock.once('close', () => r()));
   });
 });

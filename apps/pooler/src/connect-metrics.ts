@@ -25,6 +25,17 @@ export function createConnectMetrics(agent: QuicAgent): Registry {
   gauge('quicpool_connect_streams_lost_total', 'Local sessions whose QUIC stream failed under them (monotonic).', (s) => s.streamsLost);
   gauge('quicpool_connect_clients_vanished_total', 'Local clients gone without Terminate; their stream was reset (monotonic).', (s) => s.clientsVanished);
   new Gauge({
+    name: 'quicpool_connect_backpressure_pauses_total',
+    help: 'Times forwarding paused for the slower side (monotonic): up = the QUIC stream was full, down = the local client read slower.',
+    labelNames: ['direction'],
+    registers: [registry],
+    collect() {
+      const s = agent.stats();
+      this.set({ direction: 'up' }, s.pausedUp);
+      this.set({ direction: 'down' }, s.pausedDown);
+    },
+  });
+  new Gauge({
     name: 'quicpool_connect_bytes_total',
     help: 'Bytes forwarded (monotonic): up = local clients to poolers, down = poolers to local clients.',
     labelNames: ['direction'],

@@ -302,7 +302,10 @@ export class LocalSession {
     socket.on('data', (chunk: Buffer) => {
       c.bytesUp += chunk.length;
       this.up.feed(chunk);
-      if (!stream.write(chunk)) socket.pause();
+      if (!stream.write(chunk)) {
+        socket.pause(); // the stream's buffer is full: stop reading the local client
+        c.pausedUp++;
+      }
     });
     stream.on('drain', () => socket.resume());
     stream.on('data', (data: Buffer) => {
@@ -323,7 +326,10 @@ export class LocalSession {
       c.bytesDown += chunk.length;
       this.answered = true;
       this.down.feed(chunk);
-      if (!socket.write(chunk)) stream.pause();
+      if (!socket.write(chunk)) {
+        stream.pause(); // the local client reads slower than the pooler sends
+        c.pausedDown++;
+      }
     });
     socket.on('drain', () => stream.resume());
     stream.on('end', () => {

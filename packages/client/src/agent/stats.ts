@@ -20,6 +20,10 @@ export interface AgentCounters {
   streamsLost: number;
   /** Local clients that went away without Terminate (their stream was reset). */
   clientsVanished: number;
+  /** Times reading a local client paused because its QUIC stream's buffer was full (backpressure up). */
+  pausedUp: number;
+  /** Times reading a QUIC stream paused because its local client's socket buffer was full (backpressure down). */
+  pausedDown: number;
   /** Bytes from local clients to the poolers. */
   bytesUp: number;
   /** Bytes from the poolers to local clients. */
@@ -49,6 +53,6 @@ export interface AgentEvents {
 export function emptyAgentCounters(): AgentCounters {
   return {
     accepted: 0, sessions: 0, earlyStartups: 0, localLogins: 0, cancels: 0, encryptionDeclined: 0, refused: {},
-    streamsLost: 0, clientsVanished: 0, bytesUp: 0, bytesDown: 0,
+    streamsLost: 0, clientsVanished: 0, pausedUp: 0, pausedDown: 0, bytesUp: 0, bytesDown: 0,
   };
 }
