@@ -1,4 +1,4 @@
-// quicpool CLI: start, check-config, cert, --version (and config-reference, which writes docs/config.md).
+// quicpool CLI: start, check-config, cert, connect, --version (and config-reference, which writes docs/config.md).
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigFileError, loadConfig } from './config/load.js';
@@ -11,6 +11,7 @@ Usage:
   quicpool start [--config FILE] [options]   run the pooler (embedded PostgreSQL when no upstream is configured)
   quicpool check-config FILE                 validate a config file and exit
   quicpool cert [--out DIR] [--name NAME]... generate a development CA and server certificate
+  quicpool connect --endpoint HOST:PORT ...  the local agent: any Postgres client -> QUIC -> poolers
   quicpool <command> --help
   quicpool --version                         this version, the Node.js running it and its flags
 
@@ -55,6 +56,41 @@ Loads FILE as quicpool start would (including the users file and certificate fil
 the first error, naming the file and the key. Exit 0 when valid, 2 when not.
 `;
 
+const CONNECT_HELP = `quicpool connect [--config FILE] --endpoint HOST:PORT... [options]
+
+The local agent: listens on a local TCP port and a unix socket (.s.PGSQL.<port>) and carries every
+local Postgres connection (psql, pgbench, libpq, JDBC, pgx, psycopg, Prisma ...) as its own QUIC
+stream to the poolers: N connections x M streams, failover over the endpoints, 0-RTT resumption,
+the poolers' certificate verified. SSLRequest is answered N (the local hop is loopback or a socket
+file; the WAN hop is QUIC's TLS 1.3). Logins are relayed end to end (SCRAM by default).
+
+Options (each is a [connect] key; precedence: flag > QUICPOOL_CONNECT_KEY env > file > default):
+  --config FILE          TOML config file (its [connect] and [log] sections)
+  --endpoint HOST:PORT   connect.endpoints   the poolers' QUIC address (repeatable; required)
+  --host ADDR            connect.host        (default 127.0.0.1; "" = no TCP)
+  --port PORT            connect.port        (default 6433; also the socket's name)
+  --socket-dir DIR       connect.socket_dir  (default /tmp; "" = no socket)
+  --ca-file FILE         connect.ca_file     CA of the poolers' certificate (default: public roots)
+  --server-name NAME     connect.server_name name the certificate must carry
+  --cert FILE            connect.cert_file   client certificate (certificate authentication)
+  --key FILE             connect.key_file    its private key
+  --metrics-port PORT    connect.metrics_port (default 9433)
+  --set KEY=VALUE        any key, e.g. --set connect.max_connections=8 (repeatable)
+
+Signals: SIGTERM/SIGINT stop accepting and drain (connect.drain_timeout_ms), a second one stops at once.
+`;
+
+const CONNECT_FLAGS: Readonly<Record<string, string>> = {
+  host: 'connect.host',
+  port: 'connect.port',
+  'socket-dir': 'connect.socket_dir',
+  'ca-file': 'connect.ca_file',
+  'server-name': 'connect.server_name',
+  cert: 'connect.cert_file',
+  key: 'connect.key_file',
+  'metrics-port': 'connect.metrics_port',
+};
+
 const NAMED_FLAGS: Readonly<Record<string, string>> = {
   'state-dir': 'embedded.state_dir',
   'pg-port': 'embedded.port',
@@ -71,16 +107,10 @@ function configFile(given: string | undefined): string | undefined {
   return existsSync('quicpool.toml') ? 'quicpool.toml' : undefined;
 }
 
-async function start(argv: string[]): Promise<number> {
-  const strings = Object.fromEntries(Object.keys(NAMED_FLAGS).map((f) => [f, { type: 'string' as const }]));
-  const { values } = parseArgs({
-    args: argv,
-    options: { ...strings, config: { type: 'string' }, set: { type: 'string', multiple: true }, help: { type: 'boolean' } },
-    strict: true,
-  });
-  if (values.help === true) return void process.stdout.write(START_HELP), EXIT.OK;
+/** Named flags and `--set KEY=VALUE` as config key -> raw string. */
+function flagOverrides(values: { set?: string[] }, named: Readonly<Record<string, string>>): Map<string, string> {
   const flags = new Map<string, string>();
-  for (const [flag, key] of Object.entries(NAMED_FLAGS)) {
+  for (const [flag, key] of Object.entries(named)) {
     const v = (values as Record<string, unknown>)[flag];
     if (typeof v === 'string') flags.set(key, v);
   }
@@ -89,6 +119,18 @@ async function start(argv: string[]): Promise<number> {
     if (eq < 1) throw new ConfigFileError('command line', s, 'expected --set KEY=VALUE');
     flags.set(s.slice(0, eq), s.slice(eq + 1));
   }
+  return flags;
+}
+
+async function start(argv: string[]): Promise<number> {
+  const strings = Object.fromEntries(Object.keys(NAMED_FLAGS).map((f) => [f, { type: 'string' as const }]));
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...strings, config: { type: 'string' }, set: { type: 'string', multiple: true }, help: { type: 'boolean' } },
+    strict: true,
+  });
+  if (values.help === true) return void process.stdout.write(START_HELP), EXIT.OK;
+  const flags = flagOverrides(values, NAMED_FLAGS);
   const started = performance.now();
   const file = configFile(values.config);
   const overrides = { env: process.env, flags };
@@ -101,6 +143,21 @@ async function start(argv: string[]): Promise<number> {
   embedded?.catch(() => undefined); // reported where it is awaited
   const { runDaemon } = await import('./daemon.js');
   return runDaemon(file, overrides, config, embedded, started);
+}
+
+async function connectCommand(argv: string[]): Promise<number> {
+  const strings = Object.fromEntries(Object.keys(CONNECT_FLAGS).map((f) => [f, { type: 'string' as const }]));
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...strings, config: { type: 'string' }, endpoint: { type: 'string', multiple: true }, set: { type: 'string', multiple: true }, help: { type: 'boolean' } },
+    strict: true,
+  });
+  if (values.help === true) return void process.stdout.write(CONNECT_HELP), EXIT.OK;
+  const flags = flagOverrides(values, CONNECT_FLAGS);
+  if (values.endpoint !== undefined) flags.set('connect.endpoints', values.endpoint.join(','));
+  const config = await loadConfig(configFile(values.config), { env: process.env, flags });
+  const { runConnect } = await import('./connect.js'); // loads the client (native QUIC) only here
+  return runConnect(config);
 }
 
 async function checkConfig(argv: string[]): Promise<number> {
@@ -158,6 +215,8 @@ async function main(argv: string[]): Promise<number> {
       return checkConfig(rest);
     case 'cert':
       return cert(rest);
+    case 'connect':
+      return connectCommand(rest);
     case 'config-reference':
       process.stdout.write(configReference());
       return EXIT.OK;

@@ -26,9 +26,14 @@ process.once('exit', () => {
  * Starts `quicpool start ARGS`. `detached`: it leads a process group of its own (as a program
  * started from a terminal does), so a test can signal the whole group as Ctrl-C does.
  */
-export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { readonly detached?: boolean } = {}): Promise<Daemon> {
+export function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { readonly detached?: boolean } = {}): Promise<Daemon> {
+  return startCommand('start', args, /quicpool is ready/, env, options);
+}
+
+/** `quicpool <command> ...args`, once `ready` appears in its output. */
+export async function startCommand(command: string, args: readonly string[], ready: RegExp, env: NodeJS.ProcessEnv = {}, options: { readonly detached?: boolean } = {}): Promise<Daemon> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [cli, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: options.detached ?? false });
+  const child = spawn(process.execPath, [cli, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: options.detached ?? false });
   running.add(child);
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (running.delete(child), resolve(code))));
@@ -62,7 +67,7 @@ export async function startDaemon(args: readonly string[], env: NodeJS.ProcessEn
       check();
     });
   try {
-    await waitFor(/quicpool is ready/);
+    await waitFor(ready);
   } catch (e) {
     child.kill('SIGKILL');
     throw e;

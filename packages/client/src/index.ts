@@ -13,3 +13,7 @@ export { postgresSocket } from './postgres-js.js';
 export type { PostgresSocketFactory } from './postgres-js.js';
 export { StartupHints, pipelineStartup } from './fast-start.js';
 export type { FastStartMode, PgConnectionInternals } from './fast-start.js';
+export { QuicAgent, DEFAULT_AGENT_OPTIONS, resolveAgentOptions } from './agent/index.js';
+export { LocalPasswords, LocalScram } from './agent/index.js';
+export type { LocalCheck, LocalChecksOptions, ScramStep } from './agent/index.js';
+export type { AgentAddresses, AgentOptions, ResolvedAgentOptions, AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode } from './agent/index.js';

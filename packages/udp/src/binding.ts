@@ -59,6 +59,13 @@ export interface UdpSocketInfo {
   sendBufferBytes?: number;
 }
 
+/** The process at the other end of a unix socket, as the kernel recorded it at connect(). */
+export interface PeerCredentials {
+  readonly pid: number;
+  readonly uid: number;
+  readonly gid: number;
+}
+
 /** Options of the native constructor (the memory is the caller's). */
 export interface RawSocketOptions {
   family: 4 | 6;
@@ -93,6 +100,8 @@ export interface UdpBinding {
   UdpSocket: new (options: RawSocketOptions) => RawSocket;
   formatAddress(family: number, a0: number, a1: number, a2: number, a3: number): string;
   parseAddress(text: string, out: Int32Array): boolean;
+  /** SO_PEERCRED of a connected unix socket; null when the fd has none. Absent in older builds. */
+  peerCredentials?(fd: number): PeerCredentials | null;
   META_INTS: number;
   MAX_SEGMENTS: number;
 }

@@ -25,13 +25,13 @@ export interface PgbenchResult {
 
 export { findPgbench } from '@quicpool/pg-fixture';
 
-export function runPgbench(bin: string, target: PgbenchTarget, args: readonly string[], timeoutMs: number): Promise<string> {
+export function runPgbench(bin: string, target: PgbenchTarget, args: readonly string[], timeoutMs: number, sslmode = 'disable'): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       bin,
       ['-h', target.host, '-p', String(target.port), '-U', target.user, ...args, target.database],
       {
-        env: { ...process.env, PGPASSWORD: target.password, PGSSLMODE: 'disable' },
+        env: { ...process.env, PGPASSWORD: target.password, PGSSLMODE: sslmode },
         timeout: timeoutMs,
         maxBuffer: 16 * 1024 * 1024,
       },

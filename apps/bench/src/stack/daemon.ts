@@ -13,7 +13,9 @@ export type TomlValue = string | number | boolean | readonly string[];
 /** One pooler user: a password (SCRAM-SHA-256 by default, also the server login) or trust. */
 export interface DaemonUser {
   readonly password?: string;
-  readonly auth?: 'scram-sha-256' | 'trust';
+  readonly auth?: 'scram-sha-256' | 'trust' | 'cert';
+  /** auth = "cert": the client certificates' CNs that may log in as this user. */
+  readonly certCommonNames?: readonly string[];
 }
 
 export interface DaemonOptions {
@@ -93,6 +95,7 @@ export function daemonConfig(o: DaemonOptions): string {
     lines.push('', `[users.${quote(name)}]`);
     if (user.password !== undefined) lines.push(`password = ${quote(user.password)}`);
     if (user.auth !== undefined) lines.push(`auth = ${quote(user.auth)}`);
+    if (user.certCommonNames !== undefined) lines.push(`cert_common_names = ${toml(user.certCommonNames)}`);
   }
   return `${lines.join('\n')}\n`;
 }

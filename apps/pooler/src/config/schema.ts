@@ -1,5 +1,7 @@
 // Every key of quicpool.toml: type, default, meaning and whether RELOAD applies it live. The
 // validator, the env/flag overrides, SHOW CONFIG and docs/config.md all come from this table.
+import { CONNECT_KEYS } from './connect-schema.js';
+
 export type KeyType = 'string' | 'int' | 'port' | 'bool' | 'string[]' | 'enum';
 
 export interface KeySpec {
@@ -101,6 +103,8 @@ export const SCHEMA = {
   shutdown: {
     drain_timeout_ms: k('int', 30_000, false, 'SIGTERM/SIGINT: longest graceful drain before the rest is closed (ms).'),
   },
+  /** `quicpool connect` (the local agent); ignored by `quicpool start`. */
+  connect: CONNECT_KEYS,
 } as const satisfies Record<string, Record<string, KeySpec>>;
 
 export type Section = keyof typeof SCHEMA;

@@ -966,6 +966,41 @@ static napi_value js_format_address(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/**
+ * peerCredentials(fd): {pid, uid, gid} of the process at the other end of a connected unix
+ * socket (SO_PEERCRED, as Postgres' peer authentication uses), or null when the fd has none.
+ */
+static napi_value js_peer_credentials(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out, v;
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd = -1;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
+    CHECK(env, napi_get_null(env, &out));
+    return out;
+  }
+  struct sockaddr_storage local;
+  socklen_t alen = sizeof local;
+  if (getsockname(fd, (struct sockaddr *)&local, &alen) != 0 || local.ss_family != AF_UNIX) {
+    CHECK(env, napi_get_null(env, &out)); // TCP and the rest: the kernel has no peer process
+    return out;
+  }
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) {
+    CHECK(env, napi_get_null(env, &out));
+    return out;
+  }
+  CHECK(env, napi_create_object(env, &out));
+  CHECK(env, napi_create_int32(env, (int32_t)cred.pid, &v));
+  CHECK(env, napi_set_named_property(env, out, "pid", v));
+  CHECK(env, napi_create_uint32(env, (uint32_t)cred.uid, &v));
+  CHECK(env, napi_set_named_property(env, out, "uid", v));
+  CHECK(env, napi_create_uint32(env, (uint32_t)cred.gid, &v));
+  CHECK(env, napi_set_named_property(env, out, "gid", v));
+  return out;
+}
+
 /** parseAddress(text, out: Int32Array(5)): family and words of an IP literal; false when it is none. */
 static napi_value js_parse_address(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -1015,6 +1050,8 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "formatAddress", v));
   CHECK(env, napi_create_function(env, "parseAddress", NAPI_AUTO_LENGTH, js_parse_address, NULL, &v));
   CHECK(env, napi_set_named_property(env, exports, "parseAddress", v));
+  CHECK(env, napi_create_function(env, "peerCredentials", NAPI_AUTO_LENGTH, js_peer_credentials, NULL, &v));
+  CHECK(env, napi_set_named_property(env, exports, "peerCredentials", v));
   CHECK(env, napi_create_int32(env, META_INTS, &v));
   CHECK(env, napi_set_named_property(env, exports, "META_INTS", v));
   CHECK(env, napi_create_int32(env, MAX_SEGMENTS, &v));

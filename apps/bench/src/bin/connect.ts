@@ -1,0 +1,36 @@
+// `pnpm bench:connect`: pgbench and time to first row, straight to the pooler over TCP+TLS vs
+// through `quicpool connect`'s agent over QUIC, under the WAN emulator.
+//   node dist/bin/connect.js [--json] [--delay 15] [--trials 20] [--clients 50] [--seconds 10]
+// With --json the last line is one JSON object of the figures.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseCommandLine } from '../command-line.js';
+import { runConnectBench } from '../connect/run-connect.js';
+
+const { values } = parseCommandLine('pnpm bench:connect', {
+  options: {
+    json: { type: 'boolean', default: false },
+    delay: { type: 'string', default: '15' },
+    trials: { type: 'string', default: '20' },
+    clients: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '10' },
+  },
+});
+const whole = (name: string, v: string, min = 1): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${v}`);
+  return n;
+};
+try {
+  await runConnectBench({
+    oneWayMs: whole('delay', values.delay, 0),
+    trials: whole('trials', values.trials),
+    clients: whole('clients', values.clients),
+    seconds: whole('seconds', values.seconds),
+    json: values.json,
+    wanScript: join(dirname(fileURLToPath(import.meta.url)), 'wan.js'),
+  });
+} catch (e) {
+  process.stderr.write(`bench:connect failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+  process.exitCode = 1;
+}

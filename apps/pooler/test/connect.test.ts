@@ -1,0 +1,133 @@
+// `quicpool connect` as a user runs it, against `quicpool start` (both the built CLI): local
+// clients over its TCP port and its unix socket, its Prometheus metrics, SIGTERM (stop accepting,
+// let the open session finish, exit 0, socket file removed), and a second start that resumes the
+// QUIC session from the ticket file and sends its first StartupMessage in 0-RTT early data.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type {} from '@quicpool/pg-fixture';
+import { freePort } from '@quicpool/pg-fixture';
+import { generateDevCertificates } from '@quicpool/transport';
+import { runCli, startCommand, startDaemon } from './daemon.js';
+import type { Daemon } from './daemon.js';
+
+const upstream = inject('pg');
+let dir: string;
+let daemon: Daemon;
+let quicPort: number;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'quicpool-connect-'));
+  const file = join(dir, 'quicpool.toml');
+  // The agent's client certificate, mapped by the daemon to trust_user (auth = "cert").
+  const agentCert = await generateDevCertificates({ names: ['agent-1'], caName: 'agents CA' });
+  await writeFile(join(dir, 'agents-ca.pem'), agentCert.caPem);
+  await writeFile(join(dir, 'agent.pem'), agentCert.certPem);
+  await writeFile(join(dir, 'agent.key'), agentCert.keyPem);
+  await writeFile(file, [
+    `[upstream]\nhost = "${upstream.host}"\nport = ${upstream.port}`,
+    '[metrics]\nenabled = false',
+    `[tls]\nclient_ca_file = "${join(dir, 'agents-ca.pem')}"`,
+    `[users.${upstream.user}]\npassword = "${upstream.password}"`,
+    `[users.${upstream.trustUser}]\nauth = "cert"\ncert_common_names = ["agent-1"]`,
+  ].join('\n') + '\n');
+  const port = await freePort();
+  quicPort = await freePort();
+  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(quicPort)]);
+});
+afterAll(async () => {
+  await daemon?.stop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+async function startAgent(extra: string[] = []): Promise<{ agent: Daemon; port: number; metrics: () => Promise<string> }> {
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const agent = await startCommand('connect', [
+    '--endpoint', `127.0.0.1:${quicPort}`, '--ca-file', join(dir, 'certs', 'ca.pem'), '--server-name', 'localhost',
+    '--port', String(port), '--socket-dir', dir, '--metrics-port', String(metricsPort),
+    '--set', `connect.ticket_file=${join(dir, 'connect-tickets')}`, '--set', 'log.format=json', ...extra,
+  ], /quicpool connect ready/);
+  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  return { agent, port, metrics };
+}
+
+const login = { user: upstream.user, password: upstream.password, database: upstream.database };
+const metric = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+
+describe('quicpool connect', () => {
+  it('carries local clients over TCP and the unix socket, exports metrics, drains on SIGTERM, and resumes with 0-RTT after a restart', async () => {
+    const { agent, port, metrics } = await startAgent();
+    const socket = join(dir, `.s.PGSQL.${port}`);
+    let held: pg.Client | null = null;
+    try {
+      for (const host of ['127.0.0.1', dir]) {
+        const c = new pg.Client({ ...login, host, port });
+        await c.connect();
+        expect((await c.query<{ n: number }>('select 6 * 7 as n')).rows[0]?.n).toBe(42);
+        await c.end();
+      }
+      expect(existsSync(socket)).toBe(true);
+      const m = await metrics();
+      expect(metric(m, 'quicpool_connect_sessions_total')).toBe(2);
+      expect(metric(m, 'quicpool_connect_handshakes_total')).toBeGreaterThanOrEqual(1);
+      expect(metric(m, 'quicpool_connect_connections')).toBe(1);
+      expect(m).toMatch(/^quicpool_connect_bytes_total\{direction="down"\} [1-9]/m);
+
+      // SIGTERM with a transaction open: no new local connection, the open one finishes, exit 0.
+      held = new pg.Client({ ...login, host: '127.0.0.1', port });
+      held.on('error', () => undefined);
+      await held.connect();
+      await held.query('begin');
+      agent.child.kill('SIGTERM');
+      await agent.waitFor(/draining local sessions/);
+      const refused = await new pg.Client({ ...login, host: '127.0.0.1', port }).connect().then(() => null, (e: Error & { code?: string }) => e);
+      expect(refused?.code).toBe('ECONNREFUSED');
+      expect((await held.query<{ n: number }>('select 1 as n')).rows[0]?.n).toBe(1);
+      await held.query('commit');
+      await held.end();
+      held = null;
+      expect(await agent.stop()).toBe(0);
+      expect(existsSync(socket)).toBe(false);
+    } finally {
+      await held?.end().catch(() => undefined);
+      await agent.stop('SIGKILL');
+    }
+
+    // No connection opened at start (min_connections 0): the first local session's StartupMessage
+    // rides in the resumed connection's first flight.
+    const again = await startAgent(['--set', 'connect.min_connections=0']);
+    try {
+      const c = new pg.Client({ ...login, host: '127.0.0.1', port: again.port });
+      await c.connect();
+      await c.query('select 1');
+      await c.end();
+      const m = await again.metrics();
+      expect(metric(m, 'quicpool_connect_resumptions_total')).toBe(1);
+      expect(metric(m, 'quicpool_connect_early_startups_total')).toBe(1);
+    } finally {
+      expect(await again.agent.stop()).toBe(0);
+    }
+  });
+
+  it('--cert/--key: the daemon maps the agent\'s certificate to a user, local sessions log in without a password', async () => {
+    const { agent, port } = await startAgent(['--cert', join(dir, 'agent.pem'), '--key', join(dir, 'agent.key')]);
+    try {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.trustUser, database: upstream.database });
+      await c.connect();
+      expect((await c.query<{ u: string }>('select current_user as u')).rows[0]?.u).toBe(upstream.trustUser);
+      await c.end();
+    } finally {
+      expect(await agent.stop()).toBe(0);
+    }
+  });
+
+  it('refuses a config without endpoints, naming the key (exit 2)', async () => {
+    const r = await runCli(['connect', '--port', '0']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/connect\.endpoints: name at least one pooler/);
+  });
+});

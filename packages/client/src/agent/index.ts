@@ -1,0 +1,10 @@
+export { QuicAgent } from './agent.js';
+export type { AgentAddresses } from './agent.js';
+export { DEFAULT_AGENT_OPTIONS, resolveAgentOptions } from './options.js';
+export type { AgentOptions, ResolvedAgentOptions } from './options.js';
+export type { AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode } from './stats.js';
+export { readFirstPacket } from './first-packet.js';
+export type { FirstPacket } from './first-packet.js';
+export { MessageBoundary } from './message-boundary.js';
+export { LocalPasswords, LocalScram } from './local-auth.js';
+export type { LocalCheck, LocalChecksOptions, ScramStep } from './local-auth.js';
