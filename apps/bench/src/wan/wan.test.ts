@@ -52,17 +52,30 @@ async function connect(port: number): Promise<net.Socket> {
   return socket;
 }
 
-// The delay is a correctness property (never early, never lost in a queue), checked with a loose
-// upper bound so a loaded CI machine does not fail it; its precision is a benchmark matter, and
-// every benchmark reports the RTT it measured through the emulator.
-const SLACK_MS = 25;
+// The delay is a correctness property: never early (a lower bound on every sample, min included)
+// and nothing lost in a queue (counters: every byte crossed each direction's line exactly once,
+// nothing is left queued or dropped). How late a packet comes out depends on the machine's load,
+// so no upper bound on a latency here: that is a benchmark matter, and every benchmark reports the
+// RTT it measured through the emulator.
+function expectRelayedOnce(wan: WanEmulator, bytesEachWay: number): void {
+  const { up, down } = wan.stats();
+  for (const line of [up, down]) {
+    // Calibration probes are 0-byte items: the bytes are the traffic alone.
+    expect(line.passedBytes).toBe(bytesEachWay);
+    expect(line.queued).toBe(0);
+    expect(line.overflowDrops).toBe(0);
+  }
+}
 
 describe('WAN emulator', () => {
   it('adds 2 x delay to a TCP round trip, and measures it itself', async () => {
     const wan = await emulator({ targetHost: '127.0.0.1', targetPort: await tcpEcho(), protocol: 'tcp', delayMs: 10 });
     // Its own probe never comes back early: min, not only median, is at least the configured RTT.
     expect(wan.stats().measuredRtt?.minMs).toBeGreaterThanOrEqual(20);
-    expect(wan.stats().measuredRtt?.medianMs).toBeLessThanOrEqual(20 + SLACK_MS);
+    // Every probe went through both lines (10 warm-up probes, then the 20 measured).
+    expect(wan.stats().measuredRtt?.samples).toBe(20);
+    expect(wan.stats().up.passed).toBe(30);
+    expect(wan.stats().down.passed).toBe(30);
     const socket = await connect(wan.port);
     const times: number[] = [];
     for (let i = 0; i < 30; i++) {
@@ -74,7 +87,7 @@ describe('WAN emulator', () => {
     }
     const rtt = summarize(times);
     expect(rtt.minMs).toBeGreaterThanOrEqual(20);
-    expect(rtt.medianMs).toBeLessThanOrEqual(20 + SLACK_MS);
+    expectRelayedOnce(wan, 30 * 200);
   });
 
   it('adds 2 x delay to a UDP round trip', async () => {
@@ -92,7 +105,10 @@ describe('WAN emulator', () => {
       times.push(performance.now() - start);
     }
     expect(summarize(times).minMs).toBeGreaterThanOrEqual(30);
-    expect(summarize(times).medianMs).toBeLessThanOrEqual(30 + SLACK_MS);
+    expectRelayedOnce(wan, 20 * 100);
+    expect(target.received()).toBe(20);
+    expect(wan.stats().up.passed).toBe(30 + 20); // the probes, then each datagram once
+    expect(wan.stats().down.passed).toBe(30 + 20);
   });
 
   it('drops UDP datagrams at the configured rate (binomial, 4 sigma)', async () => {
