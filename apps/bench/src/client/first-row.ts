@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { QuicClient, SessionManager, StartupHints } from '@quicpool/client';
-import type { FastStartMode } from '@quicpool/client';
+import type { FastStartMode, SessionManagerOptions } from '@quicpool/client';
 import { QuicTicketStore } from '@quicpool/transport';
 import type { BenchTargets, ClientMemory, Login } from './connect.js';
 import { quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
@@ -81,7 +81,7 @@ async function tcpTlsFirstRow(t: BenchTargets, login: Login): Promise<number> {
   return ms;
 }
 
-interface QuicFirstRow {
+export interface QuicFirstRow {
   readonly ms: number;
   readonly resumed: boolean;
   readonly earlyData: boolean;
@@ -93,9 +93,9 @@ interface QuicFirstRow {
  * A new manager (nothing open) with what the client remembers: nothing = a client that never
  * talked to this pooler (full handshake); the previous run's ticket and login hints = 0-RTT.
  */
-async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory, fastStart: FastStartMode = true): Promise<QuicFirstRow> {
+async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory, fastStart: FastStartMode = true, extra: Partial<SessionManagerOptions> = {}): Promise<QuicFirstRow> {
   const { tickets } = memory;
-  const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1 }, memory));
+  const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1, ...extra }, memory));
   const pool = quicPool(login, 1, manager, fastStart);
   try {
     const t0 = performance.now();
@@ -113,6 +113,18 @@ async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory,
     await pool.end();
     await manager.close();
   }
+}
+
+/**
+ * The read-only 0-RTT path: a first connection to `readOnly` (a pooler with `quic.early_data =
+ * "read-only"`) for its ticket and login hint, then a new client on a connection resumed with that
+ * ticket, `fastStart: 'early-data'` (StartupMessage and the query in the 0-RTT flight): the resumed
+ * one's first row (its `resumed` and `earlyData` say whether it really was 0-RTT). `extra`: more manager options (a client certificate for `cert` logins).
+ */
+export async function readOnlyZeroRttFirstRow(readOnly: BenchTargets, login: Login, extra: Partial<SessionManagerOptions> = {}): Promise<QuicFirstRow> {
+  const memory: ClientMemory = { tickets: new QuicTicketStore(), hints: new StartupHints() };
+  await quicFirstRow(readOnly, login, memory, true, extra);
+  return quicFirstRow(readOnly, login, memory, 'early-data', extra);
 }
 
 /**
@@ -139,10 +151,7 @@ export async function measureColdStart(t: BenchTargets, readOnly: BenchTargets, 
     zeroPg.push(pgStartup.ms);
     const resumed = await quicFirstRow(t, login, memory);
     zero.push(resumed.ms);
-    // The read-only pooler: a first connection for its ticket, then the resumed one.
-    const roMemory: ClientMemory = { tickets: new QuicTicketStore(), hints: new StartupHints() };
-    await quicFirstRow(readOnly, login, roMemory);
-    const ro = await quicFirstRow(readOnly, login, roMemory, 'early-data');
+    const ro = await readOnlyZeroRttFirstRow(readOnly, login);
     zeroRo.push(ro.ms);
     resumedEveryTime &&= resumed.resumed && pgStartup.resumed && ro.resumed;
     earlyDataEveryTime &&= resumed.earlyData && pgStartup.earlyData && ro.earlyData;

@@ -4,11 +4,10 @@
 //   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
 //   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes)
 //   (c) 2,000 sessions x 1 query from nothing open: time to drain
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { describeMachine, machineLine } from '../report/machine.js';
-import { readProcSample } from '../telemetry/proc.js';
+import { openFileLimit, readProcSample } from '../telemetry/proc.js';
 import type { BenchTargets, Login } from './connect.js';
 import { drainQuic, drainTcp } from './drain.js';
 import type { DrainResult } from './drain.js';
@@ -42,13 +41,6 @@ export interface ClientBenchOptions {
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
-
-/** The soft limit on open files, from /proc/self/limits (children inherit it). */
-function openFileLimit(): number | null {
-  const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-  if (m === null) return null;
-  return m[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(m[1]);
-}
 
 /** A drain and the CPU it cost this process (the client) and the pooler process. */
 export interface DrainCost extends DrainResult {

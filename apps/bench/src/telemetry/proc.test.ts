@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { childPids, ProcessCpu } from './process-cpu.js';
-import { parseStatCpuTicks, parseStatState, parseStatusRssBytes, readProcSample } from './proc.js';
+import { countSocketLinks, parseOpenFileLimit, parseStatCpuTicks, parseStatState, parseStatusRssBytes, readProcFds, readProcSample } from './proc.js';
 
 describe('/proc reader', () => {
   it('parses utime+stime after a command name with spaces and parentheses', () => {
@@ -49,5 +50,31 @@ describe('/proc reader', () => {
   it('returns null for a process that does not exist', () => {
     expect(readProcSample(2 ** 22 + 12345)).toBeNull();
     expect(new ProcessCpu({ forwarder: 2 ** 22 + 12345, pooler: null, postgres: null }).next().forwarderMs).toBeNull();
+  });
+
+  it('counts the socket links among fd targets', () => {
+    expect(countSocketLinks(['/dev/null', 'socket:[4242]', 'pipe:[7]', 'anon_inode:[eventpoll]', 'socket:[4243]', '/tmp/socket:[x]'])).toBe(2);
+    expect(countSocketLinks([])).toBe(0);
+  });
+
+  it('reads the soft open-file limit', () => {
+    const limits = 'Limit                     Soft Limit           Hard Limit           Units\nMax processes             63435                63435                processes\nMax open files            20000                1048576              files\n';
+    expect(parseOpenFileLimit(limits)).toBe(20000);
+    expect(parseOpenFileLimit('Max open files            unlimited            unlimited            files\n')).toBe(Number.POSITIVE_INFINITY);
+    expect(parseOpenFileLimit('Max processes 10 10 processes\n')).toBeNull();
+  });
+
+  it.runIf(process.platform === 'linux')('sees a listening socket of this process among its fds', async () => {
+    const before = readProcFds(process.pid);
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const open = readProcFds(process.pid);
+      expect(open!.sockets).toBe(before!.sockets + 1);
+      expect(open!.fds).toBe(before!.fds + 1);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+    expect(readProcFds(2 ** 22 + 12345)).toBeNull();
   });
 });

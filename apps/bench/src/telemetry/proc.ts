@@ -2,7 +2,7 @@
 // so the set-up's other processes (pooler, forwarder, Postgres) can be measured from outside. Linux only: on other
 // systems (or when the process is gone) the readers return null and the CSV columns stay empty.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 export interface ProcSample {
   /** utime + stime, in milliseconds. */
@@ -66,6 +66,57 @@ export function readProcSample(pid: number): ProcSample | null {
     const rss = parseStatusRssBytes(readFileSync(`/proc/${pid}/status`, 'utf8'));
     if (ticks === null || rss === null) return null;
     return { cpuMs: (ticks * 1000) / clockTicksPerSecond(), rssBytes: rss };
+  } catch {
+    return null;
+  }
+}
+
+export interface ProcFds {
+  /** Open file descriptors (entries of /proc/<pid>/fd). */
+  readonly fds: number;
+  /** Of which sockets (TCP, UDP, unix: links named `socket:[inode]`). */
+  readonly sockets: number;
+}
+
+/** How many of these /proc/<pid>/fd link targets are sockets. */
+export function countSocketLinks(targets: readonly string[]): number {
+  return targets.filter((t) => t.startsWith('socket:[')).length;
+}
+
+/**
+ * A process's open file descriptors and how many are sockets, or null when they cannot be read
+ * (gone, not Linux, another user's). A descriptor closed between the listing and its readlink is
+ * not counted.
+ */
+export function readProcFds(pid: number): ProcFds | null {
+  let names: string[];
+  try {
+    names = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return null;
+  }
+  const targets: string[] = [];
+  for (const name of names) {
+    try {
+      targets.push(readlinkSync(`/proc/${pid}/fd/${name}`));
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return { fds: targets.length, sockets: countSocketLinks(targets) };
+}
+
+/** The soft limit on open files from the text of /proc/<pid>/limits (Infinity: unlimited). */
+export function parseOpenFileLimit(limits: string): number | null {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(limits);
+  if (m === null) return null;
+  return m[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(m[1]);
+}
+
+/** This process's soft limit on open files (children inherit it), or null when it cannot be read. */
+export function openFileLimit(): number | null {
+  try {
+    return parseOpenFileLimit(readFileSync('/proc/self/limits', 'utf8'));
   } catch {
     return null;
   }
