@@ -1,6 +1,7 @@
 // `pnpm bench:connect`: pgbench and time to first row, straight to the pooler over TCP+TLS vs
-// through `quicpool connect`'s agent over QUIC, under the WAN emulator.
-//   node dist/bin/connect.js [--json] [--delay 15] [--trials 20] [--clients 50] [--seconds 10]
+// through `quicpool connect`'s agent over QUIC, under the WAN emulator, and the pooler's sockets
+// and memory with --sessions held open each way.
+//   node dist/bin/connect.js [--json] [--delay 15] [--trials 20] [--clients 50] [--seconds 10] [--sessions 2000]
 // With --json the last line is one JSON object of the figures.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,7 @@ const { values } = parseCommandLine('pnpm bench:connect', {
     trials: { type: 'string', default: '20' },
     clients: { type: 'string', default: '50' },
     seconds: { type: 'string', default: '10' },
+    sessions: { type: 'string', default: '2000' },
   },
 });
 const whole = (name: string, v: string, min = 1): number => {
@@ -27,6 +29,7 @@ try {
     trials: whole('trials', values.trials),
     clients: whole('clients', values.clients),
     seconds: whole('seconds', values.seconds),
+    sessions: whole('sessions', values.sessions),
     json: values.json,
     wanScript: join(dirname(fileURLToPath(import.meta.url)), 'wan.js'),
   });

@@ -5,9 +5,11 @@
 //       daemon over TCP+TLS with SCRAM vs through the agent over QUIC with certificate authentication
 //   (b) time to first row of a new session, median of N: TCP+TLS+SCRAM direct; agent on an open
 //       QUIC connection with SCRAM relayed; agent with certificate authentication; agent just
-//       started again (0-RTT resumption from its ticket store)
-// The read-only 0-RTT policy and the pooler-side socket count at 2,000 sessions are not measured
-// here (see the JSON's nulls and docs/connect.md).
+//       started again (0-RTT resumption from its ticket store); and, without the agent,
+//       @quicpool/client on a resumed connection to a second daemon with quic.early_data =
+//       "read-only", fastStart 'early-data', certificate authentication (bench:client's code path)
+//   (c) the pooler's file descriptors, sockets and RSS with N sessions held open through the agent
+//       vs N straight over TCP+TLS (a fresh daemon each, loopback: see pooler-sessions.ts)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +18,7 @@ import { QuicAgent } from '@quicpool/client';
 import type { SessionManagerOptions } from '@quicpool/client';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { generateDevCertificates, QuicTicketStore } from '@quicpool/transport';
-import { median } from '../client/first-row.js';
+import { median, readOnlyZeroRttFirstRow } from '../client/first-row.js';
 import { findPgbench, parseSummary, runPgbench } from '../lan/pgbench.js';
 import type { PgbenchTarget } from '../lan/pgbench.js';
 
@@ -27,7 +29,11 @@ function summary(out: string): ReturnType<typeof parseSummary> {
 }
 import { describeMachine, machineLine } from '../report/machine.js';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
-import type { RunningDaemon } from '../stack/daemon.js';
+import type { DaemonOptions, RunningDaemon } from '../stack/daemon.js';
+import { openFileLimit } from '../telemetry/proc.js';
+import { AGENT_STREAMS_PER_CONNECTION, measurePoolerSessions } from './pooler-sessions.js';
+import type { PoolerSessionsResult } from './pooler-sessions.js';
+import type { HeldSessions } from './held-sessions.js';
 import { startRelay } from '../stack/relay.js';
 import type { RunningRelay } from '../stack/relay.js';
 
@@ -36,12 +42,18 @@ export interface ConnectBenchOptions {
   readonly trials: number;
   readonly clients: number;
   readonly seconds: number;
+  /** (c): sessions held open on each side. */
+  readonly sessions: number;
   readonly json: boolean;
   readonly wanScript: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
-type FirstRowPath = 'tcpTlsScram' | 'agentScram' | 'agentCert' | 'agentZeroRtt';
+type FirstRowPath = 'tcpTlsScram' | 'agentScram' | 'agentCert' | 'agentZeroRtt' | 'readOnlyZeroRtt';
+/** (c): at most this many sessions connecting at once, and this long to open all of one side. */
+const HOLD_CONCURRENCY = 100;
+const HOLD_DEADLINE_MS = 180_000;
+const mb = (bytes: number): number => bytes / 2 ** 20;
 
 async function firstRowMs(config: pg.ClientConfig): Promise<number> {
   const t0 = performance.now();
@@ -64,18 +76,25 @@ async function withAgent<T>(sessions: SessionManagerOptions, run: (port: number,
 }
 
 export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
+  // (c): this process holds both ends of the agent's local connections; the daemons inherit the limit.
+  const need = 2 * o.sessions + 512;
+  const limit = openFileLimit();
+  if (limit !== null && limit < need) {
+    throw new Error(`the open-file limit is ${limit}; ${o.sessions} sessions through the agent need about ${need} here: run \`ulimit -n ${need}\` (or higher) first, or pass --sessions`);
+  }
   const pgbench = findPgbench();
-  log(machineLine(describeMachine()));
+  log(`${machineLine(describeMachine())}; open-file limit ${limit ?? 'unknown'}`);
   const pgServer = await startPostgres({ settings: { max_connections: '200' } });
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-connect-'));
   let pooler: RunningDaemon | null = null;
+  let readOnlyPooler: RunningDaemon | null = null;
   const wans: RunningRelay[] = [];
   try {
     const info = pgServer.info;
     const agentCert = await generateDevCertificates({ names: ['bench-agent'], caName: 'bench agents CA' });
     const clientCaFile = join(stateDir, 'agents-ca.pem');
     writeFileSync(clientCaFile, agentCert.caPem);
-    pooler = await startDaemon({
+    const daemon = (dir: string, extra: Partial<DaemonOptions> = {}): DaemonOptions => ({
       listenHost: '127.0.0.1',
       upstream: { host: info.host, port: info.port },
       users: {
@@ -83,13 +102,22 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         [info.trustUser]: { auth: 'cert', certCommonNames: ['bench-agent'] },
       },
       poolSize: 20,
-      stateDir,
+      stateDir: dir,
       settings: { tls: { client_ca_file: clientCaFile } },
+      ...extra,
     });
+    pooler = await startDaemon(daemon(stateDir));
+    // The read-only 0-RTT policy is the daemon's choice: a second daemon has it, the first keeps the default.
+    readOnlyPooler = await startDaemon(daemon(join(stateDir, 'read-only'), {
+      poolSize: 4,
+      settings: { tls: { client_ca_file: clientCaFile }, quic: { early_data: 'read-only' } },
+    }));
     const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
     const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
+    const wanReadOnly = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
+    wans.push(wanReadOnly);
     const caPem = pooler.caPem;
     const quic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions => ({
       endpoints: [`127.0.0.1:${wanUdp.port}`], ca: caPem, serverName: 'localhost', minConnections: 1, maxConnections: 4, ...extra,
@@ -114,7 +142,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
 
     // (b) first row of a new session.
     log(`(b) first row of a new session, ${o.trials} trials per path ...`);
-    const samples: Record<FirstRowPath, number[]> = { tcpTlsScram: [], agentScram: [], agentCert: [], agentZeroRtt: [] };
+    const samples: Record<FirstRowPath, number[]> = { tcpTlsScram: [], agentScram: [], agentCert: [], agentZeroRtt: [], readOnlyZeroRtt: [] };
     for (let i = 0; i < o.trials; i++) samples.tcpTlsScram.push(await firstRowMs(tls));
     await withAgent(quic(), async (port, agent) => {
       await agent.sessions.warm();
@@ -132,6 +160,15 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         samples.agentZeroRtt.push(await firstRowMs({ ...certLogin, host: '127.0.0.1', port }));
         early += agent.stats().earlyStartups;
       });
+    }
+    // @quicpool/client itself (no agent) on a resumed connection, first query in the 0-RTT flight.
+    const readOnlyTargets = { host: '127.0.0.1', tlsPort: wanTcp.port, quicPort: wanReadOnly.port, caPem: readOnlyPooler.caPem };
+    const readOnlyRuns = { resumed: 0, earlyData: 0 };
+    for (let i = 0; i < o.trials; i++) {
+      const r = await readOnlyZeroRttFirstRow(readOnlyTargets, certLogin, cert);
+      samples.readOnlyZeroRtt.push(r.ms);
+      if (r.resumed) readOnlyRuns.resumed++;
+      if (r.earlyData) readOnlyRuns.earlyData++;
     }
     const rtts = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v) / rttMs])) as Record<FirstRowPath, number>;
     const ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)])) as Record<FirstRowPath, number>;
@@ -164,6 +201,27 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       });
     }
 
+    // (c) sessions held open.
+    let heldRuns = 0;
+    const footprint: PoolerSessionsResult = await measurePoolerSessions({
+      sessions: o.sessions,
+      concurrency: HOLD_CONCURRENCY,
+      deadlineMs: HOLD_DEADLINE_MS,
+      startPooler: () => startDaemon(daemon(join(stateDir, `held-${++heldRuns}`), {
+        settings: {
+          tls: { client_ca_file: clientCaFile },
+          // N logins at once on a busy 2-core machine take a while (max_client_connections: the
+          // bench's 20,000, see daemon.ts); the agent's N streams on a few connections.
+          limits: { auth_timeout_ms: HOLD_DEADLINE_MS },
+          pool: { query_wait_timeout_ms: HOLD_DEADLINE_MS },
+          quic: { max_streams_per_connection: AGENT_STREAMS_PER_CONNECTION },
+        },
+      })),
+      scram,
+      certLogin,
+      agentCert: cert,
+    }, log);
+
     const out: string[] = ['', `bench:connect — WAN emulator ${o.oneWayMs} ms each way; measured RTT ${rttMs.toFixed(1)} ms`, ''];
     out.push(`(b) first row of a new local session (median of ${o.trials})`);
     const label: Record<FirstRowPath, string> = {
@@ -171,9 +229,12 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       agentScram: 'agent, QUIC open, SCRAM relayed',
       agentCert: 'agent, QUIC open, certificate auth',
       agentZeroRtt: 'agent just restarted (0-RTT), cert auth',
+      readOnlyZeroRtt: '@quicpool/client, resumed, read-only 0-RTT',
     };
     for (const k of Object.keys(label) as FirstRowPath[]) out.push(`    ${label[k].padEnd(44)}${rtts[k].toFixed(2).padStart(6)} RTT ${ms[k].toFixed(1).padStart(8)} ms`);
     out.push(`    StartupMessages sent in 0-RTT early data after a restart: ${early} of ${o.trials}`);
+    out.push(`    read-only 0-RTT: @quicpool/client (no agent), certificate auth, fastStart 'early-data', to a daemon with quic.early_data = "read-only";`);
+    out.push(`      resumed ${readOnlyRuns.resumed} of ${o.trials}, StartupMessage and select 1 in early data ${readOnlyRuns.earlyData} of ${o.trials}`);
     out.push("    TCP: the relay accepts the connection locally, so TCP's own handshake round trip is not charged (a real path adds 1 RTT)");
     if (bench !== null) {
       out.push('', `(a) pgbench -S, -c ${o.clients} -j 2 -T ${o.seconds}          TCP+TLS+SCRAM        agent (QUIC, cert)     ratio`);
@@ -184,7 +245,14 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         if (b.tcpTls.failed > 0 || b.agent.failed > 0) out.push(`    failed transactions: TCP+TLS ${b.tcpTls.failed}, agent ${b.agent.failed}`);
       }
     }
-    out.push('', '(c) pooler sockets and memory at 2,000 sessions: not measured by this version (null in the JSON)');
+    out.push('', `(c) the pooler process with ${o.sessions} sessions held open (a fresh daemon each; loopback)     TCP+TLS+SCRAM   agent (QUIC, cert)`);
+    const cells = (f: (s: HeldSessions) => string): string => `${f(footprint.tcpTls).padStart(17)}${f(footprint.agent).padStart(21)}`;
+    out.push(`    ${'open file descriptors (/proc/PID/fd)'.padEnd(72)}${cells((s) => `${s.held.fds}`)}`);
+    out.push(`    ${'  of which sockets'.padEnd(72)}${cells((s) => `${s.held.sockets}`)}`);
+    out.push(`    ${'RSS (/proc/PID/status VmRSS)'.padEnd(72)}${cells((s) => `${mb(s.held.rssBytes).toFixed(1)} MiB`)}`);
+    out.push(`    ${'before the first session: fds / sockets / RSS'.padEnd(72)}${cells((s) => `${s.before.fds} / ${s.before.sockets} / ${mb(s.before.rssBytes).toFixed(0)} MiB`)}`);
+    out.push(`    ${`time to open the ${o.sessions} (connect + select 1, ${HOLD_CONCURRENCY} at once)`.padEnd(72)}${cells((s) => `${(s.openMs / 1000).toFixed(1)} s`)}`);
+    out.push(`    clients: node-postgres; the agent in this process with ${footprint.agentQuic.maxConnections} QUIC connections x ${footprint.agentQuic.streamsPerConnection} streams allowed`);
     process.stdout.write(`${out.join('\n')}\n`);
     if (o.json) {
       const r2 = (x: number): number => Math.round(x * 100) / 100;
@@ -194,13 +262,23 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         measuredRttMs: r2(rttMs),
         pgbenchConnectPerTx: bench === null ? null : { tcpTls: r2(bench.connectPerTx.tcpTls.tps), agent: r2(bench.connectPerTx.agent.tps) },
         pgbenchPlain: bench === null ? null : { tcpTls: r2(bench.plain.tcpTls.tps), agent: r2(bench.plain.agent.tps) },
-        firstRowRtts: { tcpTlsScram: r2(rtts.tcpTlsScram), agentScram: r2(rtts.agentScram), agentCert: r2(rtts.agentCert), agentZeroRtt: r2(rtts.agentZeroRtt), readOnlyZeroRtt: null },
-        poolerFds: { tcpTls: null, agent: null },
+        firstRowRtts: { tcpTlsScram: r2(rtts.tcpTlsScram), agentScram: r2(rtts.agentScram), agentCert: r2(rtts.agentCert), agentZeroRtt: r2(rtts.agentZeroRtt), readOnlyZeroRtt: r2(rtts.readOnlyZeroRtt) },
+        firstRowMs: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, r2(v)])),
+        readOnlyZeroRttRuns: { auth: 'cert', trials: o.trials, ...readOnlyRuns },
+        heldSessions: o.sessions,
+        poolerFds: { tcpTls: footprint.tcpTls.held.fds, agent: footprint.agent.held.fds },
+        poolerSockets: { tcpTls: footprint.tcpTls.held.sockets, agent: footprint.agent.held.sockets },
+        poolerRssMb: { tcpTls: r2(mb(footprint.tcpTls.held.rssBytes)), agent: r2(mb(footprint.agent.held.rssBytes)) },
+        poolerBefore: {
+          tcpTls: { fds: footprint.tcpTls.before.fds, sockets: footprint.tcpTls.before.sockets, rssMb: r2(mb(footprint.tcpTls.before.rssBytes)) },
+          agent: { fds: footprint.agent.before.fds, sockets: footprint.agent.before.sockets, rssMb: r2(mb(footprint.agent.before.rssBytes)) },
+        },
       })}\n`);
     }
   } finally {
     for (const w of wans) await w.stop();
     await pooler?.stop();
+    await readOnlyPooler?.stop();
     await pgServer.stop();
     rmSync(stateDir, { recursive: true, force: true });
   }
