@@ -114,6 +114,8 @@ export async function captureElements(htmlPath: string, width: number, shots: Re
     clearTimeout(timer);
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
-    await rm(profile, { recursive: true, force: true });
+    // Chromium's helper processes (renderer, crashpad) can still write into the profile for a moment
+    // after the browser process exits: rm retries on ENOTEMPTY/EBUSY instead of failing the report.
+    await rm(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
