@@ -153,7 +153,6 @@ export async function runConnect(config: AppConfig): Promise<number> {
   let stopping: Promise<number> | null = null;
   let forced = false;
   const stop = (reason: string, immediate: boolean): Promise<number> => {
-    log.info({ reason, deadlineMs: drainMs }, immediate ? 'stopping at once' : 'draining local sessions');
     if (immediate) {
       forced = true;
       setTimeout(() => process.exit(EXIT.FORCED), 2_000).unref();
@@ -164,6 +163,8 @@ export async function runConnect(config: AppConfig): Promise<number> {
       log.info('stopped');
       return forced ? EXIT.FORCED : EXIT.OK;
     });
+    // Logged once close() has run its synchronous part: the listeners no longer accept by now.
+    log.info({ reason, deadlineMs: drainMs }, immediate ? 'stopping at once' : 'draining local sessions');
     return stopping;
   };
   return new Promise<number>((resolveExit) => {
