@@ -1,7 +1,7 @@
 // The `quicpool` command as npm installs it: bin/quicpool linked into some bin directory runs
 // dist/cli.js beside its real path, under the daemon's V8 settings (bin/quicpool says why).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,15 @@ describe('bin/quicpool', () => {
     const out = execFileSync(link, ['--version'], { env, encoding: 'utf8' });
     expect(out).toMatch(/^quicpool \d+\.\d+\.\d+ \(Node\.js v\d+\.\d+\.\d+, node flags: --initial-old-space-size=64\)\n$/);
     expect(out).toContain(process.version);
+  });
+
+  it('adds the node flags of QUICPOOL_NODE_FLAGS, also those NODE_OPTIONS refuses', () => {
+    // --cpu-prof is one NODE_OPTIONS refuses ("is not allowed in NODE_OPTIONS").
+    const profiles = join(dir, 'profiles');
+    const env = { ...process.env, QUICPOOL_NODE_FLAGS: `--cpu-prof --cpu-prof-dir=${profiles}` };
+    const out = execFileSync(bin, ['--version'], { env, encoding: 'utf8' });
+    expect(out).toContain(`node flags: --initial-old-space-size=64 --cpu-prof --cpu-prof-dir=${profiles})`);
+    expect(readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'))).toHaveLength(1);
   });
 
   it('passes arguments and the exit code through', () => {

@@ -73,8 +73,10 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<
       startTimeoutMs: 10_000,
       readyOn: 'stderr',
       ready: (line) => (line.includes('process up') ? true : null),
-      // PgBouncer's immediate shutdown (runuser passes it on).
-      stopSignal: 'SIGINT',
+      // PgBouncer's immediate shutdown (runuser passes it on). Not SIGINT: that is its safe
+      // shutdown, and a shell without job control starts background commands with SIGINT ignored,
+      // which PgBouncer inherits (bench:lan run with `&` never ended).
+      stopSignal: 'SIGTERM',
     });
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     return {
@@ -83,11 +85,22 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<
       version,
       async stop(): Promise<void> {
         await worker.stop();
+        // runuser may be gone (SIGKILL after 5 s) while PgBouncer itself still runs, holding our pipes.
+        if (isRunning(pid)) process.kill(pid, 'SIGKILL');
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

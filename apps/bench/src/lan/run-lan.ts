@@ -181,7 +181,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
   const ratio = median(ratios);
   lines.push('');
   lines.push(ratio === null
-    ? `quicpool / PgBouncer tps: - (PgBouncer ${o.targets.has('pgbouncer') ? 'not installed' : 'not measured'})`
+    ? `quicpool / PgBouncer tps: - (${!o.targets.has('quicpoolTcp') ? 'quicpool not measured' : !o.targets.has('pgbouncer') ? 'PgBouncer not measured' : 'PgBouncer not installed'})`
     : `quicpool / PgBouncer tps: ${ratio.toFixed(2)}x${o.rounds > 1 ? ` (median of rounds: ${ratios.map((x) => f(x, 2)).join(', ')})` : ''} (target >= 0.85x: ${ratio >= 0.85 ? 'met' : 'NOT met'})`);
   // Pooler CPU per transaction, quicpool over PgBouncer: medians of the rounds (target <= 1.25x).
   const cpuQ = median(of('quicpoolTcp').map((r) => r.cpuUsPerTx));

@@ -113,7 +113,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
   writeFileSync(configFile, daemonConfig(o), { mode: 0o600 });
   const flags = o.nodeFlags ?? [];
   // This workspace's daemon runs as `quicpool` does once installed (bin/quicpool: the daemon's V8
-  // settings, the `node` on PATH, which we make ours), extra node flags through NODE_OPTIONS; another
+  // settings, the `node` on PATH, which we make ours), extra node flags through QUICPOOL_NODE_FLAGS; another
   // build's dist/cli.js runs under this node with the flags on its command line.
   const run =
     o.cli === undefined
@@ -122,7 +122,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
           env: {
             ...process.env,
             PATH: [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter),
-            ...(flags.length > 0 ? { NODE_OPTIONS: [process.env.NODE_OPTIONS ?? '', ...flags].join(' ').trim() } : {}),
+            ...(flags.length > 0 ? { QUICPOOL_NODE_FLAGS: flags.join(' ') } : {}),
           },
         }
       : { argv: [process.execPath, ...flags, o.cli, 'start', '--config', configFile], env: process.env };
