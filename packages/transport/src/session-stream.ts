@@ -74,6 +74,12 @@ export interface SessionStream extends Duplex {
    */
   readonly writeBatching: 'per-read' | 'per-turn';
   /**
+   * Where present, writes `chunk` as `write()` would (same order, same backpressure answer) at a
+   * lower cost: a plain TCP or unix socket hands it to its libuv handle directly when nothing is
+   * queued (tcp/direct-write.ts). A writer that batches into one write per turn uses it.
+   */
+  writeChunk?(chunk: Buffer): boolean;
+  /**
    * Null when nothing on this stream can be a replay; otherwise (a QUIC stream whose first bytes
    * came as 0-RTT early data, before its handshake is confirmed) a promise that resolves once
    * the handshake is confirmed and rejects if the connection fails first. A server acts on

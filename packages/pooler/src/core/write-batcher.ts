@@ -73,13 +73,16 @@ export class BatchedWriter {
   queued = false;
   /** Whether the stream may still reference what was written to it. */
   private readonly holds: () => boolean;
+  /** The stream's cheapest write (SessionStream.writeChunk where it has one). */
+  private readonly put: (chunk: Buffer) => void;
 
   constructor(
     private readonly batcher: WriteBatcher,
     private readonly stream: Writable,
   ) {
-    const session = stream as Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes'>>;
+    const session = stream as Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes' | 'writeChunk'>>;
     this.holds = typeof session.holdsWrittenBytes === 'function' ? () => session.holdsWrittenBytes!() : () => true;
+    this.put = typeof session.writeChunk === 'function' ? (chunk) => void session.writeChunk!(chunk) : (chunk) => void stream.write(chunk);
   }
 
   /**
@@ -125,7 +128,7 @@ export class BatchedWriter {
     this.pending.length = 0; // reused: no array per flush
     this.pendingBytes = 0;
     if (this.stream.destroyed || this.stream.writableEnded) return;
-    this.stream.write(chunk);
+    this.put(chunk);
     if (this.holds()) this.batcher.kept = true;
   }
 

@@ -6,6 +6,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionInfo, SessionStream, StreamErrorCode, TlsDetails, TransportKind } from '../session-stream.js';
 import { TransportError } from '../session-stream.js';
+import { directWritesQueued, writeChunk } from './direct-write.js';
 
 // net.Socket#resetAndDestroy() exists (Node >= 16.17) but destroys without an error, so the
 // local side would not see the reason, and it throws for TLS sockets. Node's own _destroy honours
@@ -97,8 +98,10 @@ export function adoptSocket(
   if (inner !== undefined && inner !== socket) (socket as LayeredSocket)[INNER_STREAM] = inner;
   Object.defineProperty(socket, 'info', { value: info, enumerable: true, configurable: true });
   socket.destroy = abortingDestroy;
-  const s = socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes' | 'replayWindow'> & { writeBatching: SessionStream['writeBatching'] };
-  s.holdsWrittenBytes = kind === 'tcp' || kind === 'unix' ? tcpHoldsWrittenBytes : alwaysHolds;
+  const s = socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes' | 'replayWindow' | 'writeChunk'> & { writeBatching: SessionStream['writeBatching'] };
+  const plain = kind === 'tcp' || kind === 'unix';
+  s.holdsWrittenBytes = plain ? tcpHoldsWrittenBytes : alwaysHolds;
+  if (plain) s.writeChunk = plainWriteChunk;
   s.writeBatching = 'per-read';
   s.replayWindow = noReplayWindow;
   return socket as net.Socket & SessionStream;
@@ -106,7 +109,11 @@ export function adoptSocket(
 
 /** A plain TCP socket keeps a write's Buffer only while libuv could not write it at once. */
 function tcpHoldsWrittenBytes(this: net.Socket): boolean {
-  return this.writableLength > 0;
+  return this.writableLength > 0 || directWritesQueued(this);
+}
+
+function plainWriteChunk(this: net.Socket, chunk: Buffer): boolean {
+  return writeChunk(this, chunk);
 }
 
 /** TCP and TLS carry no replayable early data. */
