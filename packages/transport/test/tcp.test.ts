@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionListener, SessionStream } from '../src/index.js';
 import { TransportError, createTcpDialer, dialTcp, listenTcp } from '../src/index.js';
+import { directWriteAvailable } from '../src/tcp/direct-write.js';
 import { describeSessionStreamContract } from './contract.js';
 import { acceptedPairs, closed, nextError } from './helpers.js';
 
@@ -15,12 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => listener.close());
 
-describeSessionStreamContract('tcp', () => ({
-  async connect() {
-    const client = await dialTcp({ host: '127.0.0.1', port: listener.address().port });
-    return [client, await accepted(client)];
-  },
-}));
+describeSessionStreamContract('tcp', () => ({ connect: pair }));
 
 describe('tcp transport', () => {
   it('listens on port 0 and reports real addresses', async () => {
@@ -91,5 +88,87 @@ describe('tcp transport', () => {
     await dialer.close();
     expect((await serverError)?.code).toBe('ECONNRESET');
     await expect(dialer.open()).rejects.toMatchObject({ code: 'ECONNABORTED' });
+  });
+});
+
+// writeChunk on plain TCP sockets (src/tcp/direct-write.ts): bytes go to the libuv handle directly
+// when nothing is queued, and exactly as write() would have sent them otherwise: same order, same
+// backpressure answer, 'drain' once queued bytes are written, errors reported on the socket.
+/** A dialed session and the server's side of it. */
+async function pair(): Promise<[SessionStream, SessionStream]> {
+  const client = await dialTcp({ host: '127.0.0.1', port: listener.address().port });
+  return [client, await accepted(client)];
+}
+
+function collect(s: SessionStream): { bytes: () => Buffer } {
+  const chunks: Buffer[] = [];
+  s.on('data', (c: Buffer) => chunks.push(c));
+  return { bytes: () => Buffer.concat(chunks) };
+}
+
+describe('writeChunk on plain TCP sockets', () => {
+  it('is offered on TCP session streams and uses the handle here', async () => {
+    const [client, server] = await pair();
+    expect(typeof client.writeChunk).toBe('function');
+    expect(typeof server.writeChunk).toBe('function');
+    expect(directWriteAvailable).toBe(process.env['QUICPOOL_TCP_DIRECT_WRITE'] !== '0');
+    client.destroy();
+    server.destroy();
+  });
+
+  it('delivers every byte in order, mixed with write(), small and large chunks', async () => {
+    const [client, server] = await pair();
+    const got = collect(server);
+    const sent: Buffer[] = [];
+    for (let i = 0; i < 400; i++) {
+      const chunk = randomBytes(1 + ((i * 7919) % (i % 10 === 0 ? 300_000 : 2_000)));
+      sent.push(chunk);
+      if (i % 3 === 0) client.write(chunk);
+      else client.writeChunk!(chunk);
+    }
+    client.end();
+    await once(server, 'end');
+    expect(got.bytes().equals(Buffer.concat(sent))).toBe(true);
+    server.destroy();
+  });
+
+  it('answers false while bytes wait in libuv, holds them, and emits drain once they are written', async () => {
+    const [client, server] = await pair();
+    server.pause(); // the peer stops reading: the kernel buffers fill, libuv queues
+    const big = randomBytes(1 << 20);
+    let answer = true;
+    let writes = 0;
+    while (answer && writes < 256) {
+      answer = client.writeChunk!(big);
+      writes++;
+    }
+    expect(answer).toBe(false);
+    expect(client.holdsWrittenBytes()).toBe(true);
+    const drained = once(client, 'drain');
+    const got = collect(server);
+    server.resume();
+    await drained;
+    expect(client.holdsWrittenBytes()).toBe(false);
+    client.end();
+    await once(server, 'end');
+    expect(got.bytes().length).toBe(writes * big.length);
+    server.destroy();
+  });
+
+  it('reports a failed write as an error on the socket, and afterwards answers as write() does', async () => {
+    const [client, server] = await pair();
+    server.destroy();
+    await once(client, 'end').catch(() => undefined);
+    const failed = once(client, 'error');
+    // The first writes after the peer's close may still be accepted by the kernel; a reset follows.
+    for (let i = 0; i < 64 && !client.destroyed; i++) {
+      client.writeChunk!(randomBytes(64 * 1024));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const [error] = (await failed) as [NodeJS.ErrnoException];
+    expect(error.code).toMatch(/^(EPIPE|ECONNRESET)$/);
+    expect(client.destroyed).toBe(true);
+    // As write() after destroy: refused without a throw.
+    expect(client.writeChunk!(Buffer.from('x'))).toBe(client.write(Buffer.from('x')));
   });
 });

@@ -64,10 +64,11 @@ type DirectSocket = net.Socket & { [STATE]?: DirectState; _handle?: StreamHandle
  * else through `write()`. Returns false when the caller should wait for 'drain', as write() does.
  */
 export function writeChunk(socket: net.Socket, chunk: Buffer): boolean {
+  if (binding === null) return socket.write(chunk);
   const s = socket as DirectSocket;
   const handle = s._handle;
   const state = (s[STATE] ??= { queued: 0, drainOwed: false });
-  if (binding === null || handle === null || handle === undefined || s.connecting || s.destroyed || s.writableEnded || s.writableLength > 0 || s.writableCorked > 0 || state.queued > 0) {
+  if (handle === null || handle === undefined || s.connecting || s.destroyed || s.writableEnded || s.writableLength > 0 || s.writableCorked > 0 || state.queued > 0) {
     const more = s.write(chunk);
     if (state.queued === 0) return more;
     state.drainOwed = true; // behind a direct write still queued: 'drain' comes when it is written
