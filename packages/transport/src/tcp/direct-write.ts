@@ -15,7 +15,10 @@ import type net from 'node:net';
 
 interface WriteRequest {
   handle: StreamHandle;
-  oncomplete: (status: number) => void;
+  /** Called by libuv's completion with the request as `this`. */
+  oncomplete: (this: WriteRequest, status: number) => void;
+  /** Ours: the socket a queued write belongs to. */
+  owner: DirectSocket | null;
   async: boolean;
   bytes: number;
   buffer: Buffer | null;
@@ -79,10 +82,11 @@ export function writeChunk(socket: net.Socket, chunk: Buffer): boolean {
   req.async = false;
   req.bytes = 0;
   req.buffer = chunk; // kept alive while libuv may still read it
-  req.oncomplete = (status: number) => onComplete(s, state, status);
+  req.oncomplete = onComplete;
+  req.owner = s;
   const err = handle.writeBuffer(req, chunk);
   if (err !== 0) {
-    s.destroy(Object.assign(new Error(`write failed (${err})`), { errno: err, code: 'EPIPE', syscall: 'write' }));
+    s.destroy(writeError(err));
     return true;
   }
   if (binding.streamBaseState[binding.kLastWriteWasAsync] === 0) return true;
@@ -91,10 +95,14 @@ export function writeChunk(socket: net.Socket, chunk: Buffer): boolean {
   return false;
 }
 
-function onComplete(s: DirectSocket, state: DirectState, status: number): void {
+/** libuv finished a queued direct write (`this` is its request). */
+function onComplete(this: WriteRequest, status: number): void {
+  const s = this.owner;
+  const state = s?.[STATE];
+  if (s === null || state === undefined) return;
   state.queued--;
   if (status < 0) {
-    if (!s.destroyed) s.destroy(Object.assign(new Error(`write failed (${status})`), { errno: status, code: 'EPIPE', syscall: 'write' }));
+    if (!s.destroyed) s.destroy(writeError(status));
     return;
   }
   if (state.queued === 0 && state.drainOwed) {
@@ -103,6 +111,10 @@ function onComplete(s: DirectSocket, state: DirectState, status: number): void {
     state.drainOwed = false;
     s.emit('drain');
   }
+}
+
+function writeError(errno: number): Error {
+  return Object.assign(new Error(`write failed (${errno})`), { errno, code: 'EPIPE', syscall: 'write' });
 }
 
 /** Whether direct writes of `socket` are still queued in libuv (their Buffers are still read). */
