@@ -80,6 +80,13 @@ export interface SessionStream extends Duplex {
    */
   writeChunk?(chunk: Buffer): boolean;
   /**
+   * Where present (plain TCP and unix sockets), switches an open stream to reading into the
+   * caller's buffers (see `ReadInto`): no more 'data' events; 'end', 'error', 'close', `pause()`
+   * and `resume()` as before. Returns false and changes nothing when it cannot: bytes already
+   * buffered, a 'data' listener, the stream ended or destroyed (tcp/read-into.ts).
+   */
+  readInto?(target: ReadInto): boolean;
+  /**
    * Null when nothing on this stream can be a replay; otherwise (a QUIC stream whose first bytes
    * came as 0-RTT early data, before its handshake is confirmed) a promise that resolves once
    * the handshake is confirmed and rejects if the connection fails first. A server acts on
@@ -90,6 +97,17 @@ export interface SessionStream extends Duplex {
   setKeepAlive(enable?: boolean, initialDelay?: number): this;
   ref(): this;
   unref(): this;
+}
+
+/**
+ * Reads into a buffer of the caller's instead of a new one per read, without 'data' events (Node's
+ * `onread` option of `net.connect`: `buffer()` gives the memory of the next read, `callback(n,
+ * buf)` gets its first n bytes). For a reader that can reuse its buffer, e.g. a pooler forwarding
+ * a server's bytes, or one that wants reads without Node's Readable layer.
+ */
+export interface ReadInto {
+  buffer(): Uint8Array;
+  callback(bytesRead: number, buffer: Uint8Array): boolean;
 }
 
 export type SocketReadyState = 'opening' | 'open' | 'readOnly' | 'writeOnly' | 'closed';

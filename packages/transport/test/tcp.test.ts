@@ -172,3 +172,118 @@ describe('writeChunk on plain TCP sockets', () => {
     expect(client.writeChunk!(Buffer.from('x'))).toBe(client.write(Buffer.from('x')));
   });
 });
+
+describe('writeChunk on several sockets at once', () => {
+  it('keeps a queued write of one socket apart from the immediate writes of another', async () => {
+    const [a, aPeer] = await pair();
+    const [b, bPeer] = await pair();
+    aPeer.pause(); // a's writes end up queued in libuv, each bound to its own request
+    const big = randomBytes(1 << 20);
+    let writes = 0;
+    while (a.writeChunk!(big) && writes < 256) writes++;
+    writes++;
+    const gotB = collect(bPeer);
+    const sentB: Buffer[] = [];
+    for (let i = 0; i < 200; i++) {
+      const chunk = randomBytes(1 + (i % 97));
+      sentB.push(chunk);
+      expect(b.writeChunk!(chunk)).toBe(true);
+    }
+    b.end();
+    await once(bPeer, 'end');
+    expect(gotB.bytes().equals(Buffer.concat(sentB))).toBe(true);
+    const drained = once(a, 'drain');
+    const gotA = collect(aPeer);
+    aPeer.resume();
+    await drained;
+    a.end();
+    await once(aPeer, 'end');
+    expect(gotA.bytes().length).toBe(writes * big.length);
+    for (const s of [a, aPeer, b, bPeer]) s.destroy();
+  });
+});
+
+// readInto on plain TCP sockets (src/tcp/read-into.ts): an accepted socket reads into the
+// caller's buffers as a socket dialed with Node's `onread` does, and keeps its 'end', pause() and
+// resume() behaviour.
+describe('readInto on plain TCP sockets', () => {
+  const enabled = process.env['QUICPOOL_TCP_READ_INTO'] !== '0';
+
+  /** Reads into fresh 100-byte buffers (so large writes take many reads); collects the bytes. */
+  function reader(): { target: { buffer(): Uint8Array; callback(n: number, b: Uint8Array): boolean }; bytes: () => Buffer; reads: () => number } {
+    const chunks: Buffer[] = [];
+    return {
+      target: {
+        buffer: () => Buffer.alloc(100),
+        callback: (n, b) => {
+          chunks.push(Buffer.from(b.subarray(0, n)));
+          return true;
+        },
+      },
+      bytes: () => Buffer.concat(chunks),
+      reads: () => chunks.length,
+    };
+  }
+
+  it('delivers every byte to the callback, emits no data, and ends on FIN', async () => {
+    const [client, server] = await pair();
+    const r = reader();
+    expect(server.readInto!(r.target)).toBe(enabled);
+    if (!enabled) return void (client.destroy(), server.destroy());
+    let dataEvents = 0;
+    server.on('data', () => dataEvents++); // added after the switch: it never fires
+    const sent = randomBytes(250_000);
+    client.end(sent);
+    await once(server, 'end');
+    expect(r.bytes().equals(sent)).toBe(true);
+    expect(r.reads()).toBeGreaterThanOrEqual(2_500);
+    expect(dataEvents).toBe(0);
+    server.end();
+    await Promise.all([closed(client), closed(server)]);
+  });
+
+  it('stops reading while paused and goes on after resume', async () => {
+    const [client, server] = await pair();
+    const r = reader();
+    expect(server.readInto!(r.target)).toBe(enabled);
+    if (!enabled) return void (client.destroy(), server.destroy());
+    client.write(Buffer.from('first'));
+    while (r.bytes().length < 5) await new Promise((resolve) => setImmediate(resolve));
+    server.pause();
+    expect((server as unknown as { _handle: { reading: boolean } })._handle.reading).toBe(false);
+    const more = randomBytes(16_000_000);
+    expect(client.write(more)).toBe(false); // more than the kernel buffers take
+    // Loop turns in which a reading socket would have read: nothing arrives while paused.
+    for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(r.bytes().length).toBe(5);
+    server.resume();
+    await once(client, 'drain');
+    client.end();
+    await once(server, 'end');
+    expect(r.bytes().equals(Buffer.concat([Buffer.from('first'), more]))).toBe(true);
+    server.destroy();
+  });
+
+  it('refuses, changing nothing, when bytes are already buffered or a data listener is set', async () => {
+    const [client, server] = await pair();
+    server.pause();
+    client.write(Buffer.from('early'));
+    await once(server, 'readable');
+    expect(server.readableLength).toBe(5);
+    expect(server.readInto!(reader().target)).toBe(false);
+    const got = collect(server);
+    server.resume();
+    client.end();
+    await once(server, 'end');
+    expect(got.bytes().toString()).toBe('early');
+
+    const [client2, server2] = await pair();
+    const got2 = collect(server2);
+    expect(server2.readInto!(reader().target)).toBe(false);
+    client2.end('still data events');
+    await once(server2, 'end');
+    expect(got2.bytes().toString()).toBe('still data events');
+    server.destroy();
+    server2.destroy();
+  });
+});

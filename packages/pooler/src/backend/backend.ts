@@ -150,9 +150,14 @@ export class Backend {
    * a view of it: a partial message in the decoder, or a write that kept its bytes.
    */
   private onRead(chunk: Buffer, input: SocketInput): void {
+    let unreferenced = false;
     this.batcher.beginCycle();
-    this.onData(chunk);
-    if (!this.batcher.flushAll() || this.decoder.bufferedBytes > 0) input.retain();
+    try {
+      this.onData(chunk);
+    } finally {
+      unreferenced = this.batcher.endCycle();
+    }
+    if (!unreferenced || this.decoder.bufferedBytes > 0) input.retain();
   }
 
   private onData(chunk: Buffer): void {

@@ -8,8 +8,10 @@
 // are written as one view of that memory: no Buffer.concat, no copy.
 //
 // Every writer of a pooler with something collected is flushed by its batcher's one end-of-turn
-// callback, or earlier by flushAll() (a server read flushes before returning, to know whether its
-// read buffer may be reused: see backend/socket-input.ts). A flush "keeps" its bytes when the
+// callback, or at the end of a read cycle: a socket read is handled between beginCycle() and
+// endCycle(), which flushes what the read caused before returning (a server read must know whether
+// its read buffer may be reused: see backend/socket-input.ts) and so needs no end-of-turn tick
+// (each tick costs Node a second call into JavaScript per read). A flush "keeps" its bytes when the
 // stream says it may still hold them (`SessionStream.holdsWrittenBytes`: a TLS socket, a memory
 // stream, a backlog, a QUIC write quiche could not take whole).
 import type { Writable } from 'node:stream';
@@ -26,7 +28,9 @@ export class WriteBatcher {
   /** Writers with something collected (each once). */
   private readonly dirty: BatchedWriter[] = [];
   private scheduled = false;
-  /** A flush since beginCycle() may have left its bytes referenced by the stream. */
+  /** Read cycles under way (see beginCycle); writes collected meanwhile wait for the outermost end. */
+  private depth = 0;
+  /** A flush since the outermost beginCycle() may have left its bytes referenced by the stream. */
   kept = false;
 
   /** A writer for `stream` that collects through this batcher. */
@@ -34,21 +38,32 @@ export class WriteBatcher {
     return new BatchedWriter(this, stream);
   }
 
-  /** Starts watching whether flushes keep their bytes referenced (see flushAll). */
+  /**
+   * A read's handling starts: what it writes is flushed by the matching endCycle() (call it in a
+   * `finally`), not at the end of the turn. Cycles nest; the outermost end flushes.
+   */
   beginCycle(): void {
-    this.kept = false;
+    if (this.depth++ === 0) this.kept = false;
   }
 
-  /** Flushes every writer now; true when no flush since beginCycle() left its bytes referenced. */
-  flushAll(): boolean {
-    if (this.dirty.length > 0) this.flushDirty();
+  /**
+   * Ends a cycle; the outermost flushes every writer. True when no flush since the outermost
+   * beginCycle() left its bytes referenced by a stream.
+   */
+  endCycle(): boolean {
+    if (--this.depth === 0 && this.dirty.length > 0) this.flushDirty();
     return !this.kept;
   }
 
-  /** `w` has something collected: flush it at the end of this turn. */
+  /** Flushes every writer now (outside a read: an auth lookup that resumed a session). */
+  flushAll(): void {
+    if (this.dirty.length > 0) this.flushDirty();
+  }
+
+  /** `w` has something collected: flush it at the end of this cycle, or of this turn. */
   enqueue(w: BatchedWriter): void {
     this.dirty.push(w);
-    if (!this.scheduled) {
+    if (this.depth === 0 && !this.scheduled) {
       this.scheduled = true;
       process.nextTick(this.flushDirty);
     }

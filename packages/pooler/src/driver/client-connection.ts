@@ -10,6 +10,7 @@ import type { SessionInfo, SessionStream } from '@quicpool/transport';
 import type { ScramKeys } from '../auth/scram.js';
 import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
 import { BackendLoginError, fatal } from '../backend/login.js';
+import { clientReads } from './client-reads.js';
 import type { Timer } from '../core/clock.js';
 import type { ClientHandle, PoolerCore } from '../core/pooler-core.js';
 import type { ClientRow, ClientState } from '../core/view.js';
@@ -141,7 +142,8 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   // --- the client stream -----------------------------------------------------------------------
 
   private bind(stream: SessionStream): void {
-    stream.on('data', this.onData);
+    // A plain socket's reads skip the Readable layer (one fresh buffer per read, see clientReads).
+    if (stream.readInto?.(clientReads(this.onData)) !== true) stream.on('data', this.onData);
     stream.on('end', this.onEnd);
     stream.on('error', this.onGone);
     stream.on('close', this.onGone);
@@ -167,6 +169,19 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   };
 
   private readonly onData = (chunk: Buffer): void => {
+    // What a socket's chunk caused leaves when it is handled (one write per stream, as at the end
+    // of the turn); an in-memory stream's waits for the end of the turn.
+    if (this.stream.writeBatching !== 'per-read') return this.onInput(chunk);
+    const batcher = this.core.batcher;
+    batcher.beginCycle();
+    try {
+      this.onInput(chunk);
+    } finally {
+      batcher.endCycle();
+    }
+  };
+
+  private onInput(chunk: Buffer): void {
     this.receivedBytes += chunk.length;
     try {
       this.decoder.push(chunk);
@@ -175,9 +190,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     } catch (e) {
       this.dispatch({ type: 'protocolError', message: e instanceof ProtocolError ? e.message : String(e) });
     }
-    // What this chunk caused leaves now (one write per stream, as at the end of the turn).
-    if (this.stream.writeBatching === 'per-read') this.core.batcher.flushAll();
-  };
+  }
 
   /** The client messages the decoder holds, until something holds them back. */
   private drain(): void {

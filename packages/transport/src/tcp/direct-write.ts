@@ -5,7 +5,9 @@
 // `writeChunk` hands the bytes to the socket's libuv handle directly, as Node's own writeGeneric
 // does, whenever nothing else is queued: libuv writes them at once (the common case) or queues
 // them and reports back. Anything else goes through `socket.write()`, which queues behind, so the
-// byte order never changes.
+// byte order never changes. A write that completes at once leaves its request object untouched
+// (Node's StreamBase::Write binds a request only when libuv queues), so one request serves every
+// such write; only a queued write takes it and the next write makes a new one.
 //
 // The handle's `writeBuffer` and the `WriteWrap` request come from Node's internal stream binding
 // (`process.binding('stream_wrap')`, documented as deprecated, DEP0111: only
@@ -17,11 +19,10 @@ interface WriteRequest {
   handle: StreamHandle;
   /** Called by libuv's completion with the request as `this`. */
   oncomplete: (this: WriteRequest, status: number) => void;
-  /** Ours: the socket a queued write belongs to. */
-  owner: DirectSocket | null;
-  async: boolean;
-  bytes: number;
-  buffer: Buffer | null;
+  /** Ours: the writer a queued write belongs to. */
+  owner: DirectWriter;
+  /** The bytes libuv still reads: kept alive until it completes. */
+  buffer: Buffer;
 }
 
 interface StreamHandle {
@@ -50,74 +51,90 @@ const binding = loadBinding();
 /** Whether plain sockets write through their handle directly (false: `writeChunk` is `write`). */
 export const directWriteAvailable = binding !== null;
 
-/** What a plain socket keeps for its direct writes still queued in libuv. */
-interface DirectState {
-  /** Direct writes libuv queued and has not completed yet. */
-  queued: number;
-  /** A caller saw `false` from writeChunk: 'drain' is owed once the queue is written. */
-  drainOwed: boolean;
+/** The `_writableState` fields a direct write must find at rest. */
+interface WritableStateView {
+  readonly length: number;
+  readonly corked: number;
+  readonly ending: boolean;
+  readonly destroyed: boolean;
 }
 
-const STATE: unique symbol = Symbol('quicpool.directWrite');
+type PlainSocket = net.Socket & { _handle?: StreamHandle | null; _writableState: WritableStateView };
 
-type DirectSocket = net.Socket & { [STATE]?: DirectState; _handle?: StreamHandle | null };
+/** A request for the next write (see the top of this file); null once a queued write took it. */
+let spare: WriteRequest | null = null;
 
 /**
- * Writes `chunk` to a plain TCP or unix socket: straight to its handle when nothing is queued,
- * else through `write()`. Returns false when the caller should wait for 'drain', as write() does.
+ * The direct writes of one plain TCP or unix socket. Writes `chunk` as `write()` would: straight
+ * to the handle when nothing is queued, else through `write()`. Returns false when the caller
+ * should wait for 'drain', as write() does.
  */
-export function writeChunk(socket: net.Socket, chunk: Buffer): boolean {
-  if (binding === null) return socket.write(chunk);
-  const s = socket as DirectSocket;
-  const handle = s._handle;
-  const state = (s[STATE] ??= { queued: 0, drainOwed: false });
-  if (handle === null || handle === undefined || s.connecting || s.destroyed || s.writableEnded || s.writableLength > 0 || s.writableCorked > 0 || state.queued > 0) {
-    const more = s.write(chunk);
-    if (state.queued === 0) return more;
-    state.drainOwed = true; // behind a direct write still queued: 'drain' comes when it is written
+export class DirectWriter {
+  /** Direct writes libuv queued and has not completed yet. */
+  queued = 0;
+  /** A caller saw `false` from write(): 'drain' is owed once the queue is written. */
+  private drainOwed = false;
+  private readonly socket: PlainSocket;
+  private readonly state: WritableStateView;
+
+  constructor(socket: net.Socket) {
+    this.socket = socket as PlainSocket;
+    this.state = this.socket._writableState;
+  }
+
+  write(chunk: Buffer): boolean {
+    const s = this.socket;
+    const handle = s._handle;
+    const w = this.state;
+    if (binding === null || handle === null || handle === undefined || s.connecting || w.destroyed || w.ending || w.length > 0 || w.corked > 0 || this.queued > 0) {
+      const more = s.write(chunk);
+      if (this.queued === 0) return more;
+      this.drainOwed = true; // behind a direct write still queued: 'drain' comes when it is written
+      return false;
+    }
+    const req = spare ?? new binding.WriteWrap();
+    spare = null;
+    const err = handle.writeBuffer(req, chunk);
+    if (err !== 0) {
+      s.destroy(writeError(err));
+      return true;
+    }
+    if (binding.streamBaseState[binding.kLastWriteWasAsync] === 0) {
+      spare = req;
+      return true;
+    }
+    // libuv queued it: the request is bound to this write now.
+    req.handle = handle;
+    req.owner = this;
+    req.buffer = chunk;
+    req.oncomplete = onComplete;
+    this.queued++;
+    this.drainOwed = true;
     return false;
   }
-  const req = new binding.WriteWrap();
-  req.handle = handle;
-  req.async = false;
-  req.bytes = 0;
-  req.buffer = chunk; // kept alive while libuv may still read it
-  req.oncomplete = onComplete;
-  req.owner = s;
-  const err = handle.writeBuffer(req, chunk);
-  if (err !== 0) {
-    s.destroy(writeError(err));
-    return true;
+
+  /** libuv finished a queued write. */
+  completed(status: number): void {
+    this.queued--;
+    const s = this.socket;
+    if (status < 0) {
+      if (!s.destroyed) s.destroy(writeError(status));
+      return;
+    }
+    if (this.queued === 0 && this.drainOwed) {
+      // Also when the Writable still holds writes made behind ours: a caller waiting for 'drain'
+      // checks again, and the Writable sends its own 'drain' if it needs one.
+      this.drainOwed = false;
+      s.emit('drain');
+    }
   }
-  if (binding.streamBaseState[binding.kLastWriteWasAsync] === 0) return true;
-  state.queued++;
-  state.drainOwed = true;
-  return false;
 }
 
-/** libuv finished a queued direct write (`this` is its request). */
+/** libuv's completion of a queued direct write (`this` is its request). */
 function onComplete(this: WriteRequest, status: number): void {
-  const s = this.owner;
-  const state = s?.[STATE];
-  if (s === null || state === undefined) return;
-  state.queued--;
-  if (status < 0) {
-    if (!s.destroyed) s.destroy(writeError(status));
-    return;
-  }
-  if (state.queued === 0 && state.drainOwed) {
-    // Also when the Writable still holds writes made behind ours: a caller waiting for 'drain'
-    // checks again, and the Writable sends its own 'drain' if it needs one.
-    state.drainOwed = false;
-    s.emit('drain');
-  }
+  this.owner.completed(status);
 }
 
 function writeError(errno: number): Error {
   return Object.assign(new Error(`write failed (${errno})`), { errno, code: 'EPIPE', syscall: 'write' });
-}
-
-/** Whether direct writes of `socket` are still queued in libuv (their Buffers are still read). */
-export function directWritesQueued(socket: net.Socket): boolean {
-  return ((socket as DirectSocket)[STATE]?.queued ?? 0) > 0;
 }

@@ -1,7 +1,7 @@
 // Plain TCP session streams: one net.Socket per session, TCP_NODELAY on (Postgres messages are
 // small and latency-bound; Nagle would hold a query behind the previous ACK).
 import net from 'node:net';
-import type { SessionDialer, SessionListener, SessionStream } from '../session-stream.js';
+import type { ReadInto, SessionDialer, SessionListener, SessionStream } from '../session-stream.js';
 import { ServerListener, listenOn } from './server-listener.js';
 import { connectSocket, trackingDialer } from './dial.js';
 import { adoptSocket } from './socket-stream.js';
@@ -41,17 +41,6 @@ export async function listenTcp(options: TcpListenOptions = {}): Promise<Session
   });
   await listenOn(server, options.host ?? '127.0.0.1', options.port ?? 0, options.backlog);
   return listener;
-}
-
-/**
- * Reads into a buffer of the caller's instead of a new one per read, without 'data' events (Node's
- * `onread` option of `net.connect`: `buffer()` gives the memory of the next read, `callback(n,
- * buf)` gets its first n bytes). For a reader that can reuse its buffer, e.g. a pooler forwarding
- * a server's bytes; the stream then emits no 'data'.
- */
-export interface ReadInto {
-  buffer(): Uint8Array;
-  callback(bytesRead: number, buffer: Uint8Array): boolean;
 }
 
 export interface TcpDialOptions {

@@ -6,7 +6,8 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionInfo, SessionStream, StreamErrorCode, TlsDetails, TransportKind } from '../session-stream.js';
 import { TransportError } from '../session-stream.js';
-import { directWritesQueued, writeChunk } from './direct-write.js';
+import { DirectWriter } from './direct-write.js';
+import { readInto } from './read-into.js';
 
 // net.Socket#resetAndDestroy() exists (Node >= 16.17) but destroys without an error, so the
 // local side would not see the reason, and it throws for TLS sockets. Node's own _destroy honours
@@ -98,22 +99,20 @@ export function adoptSocket(
   if (inner !== undefined && inner !== socket) (socket as LayeredSocket)[INNER_STREAM] = inner;
   Object.defineProperty(socket, 'info', { value: info, enumerable: true, configurable: true });
   socket.destroy = abortingDestroy;
-  const s = socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes' | 'replayWindow' | 'writeChunk'> & { writeBatching: SessionStream['writeBatching'] };
+  const s = socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes' | 'replayWindow' | 'writeChunk' | 'readInto'> & { writeBatching: SessionStream['writeBatching'] };
   const plain = kind === 'tcp' || kind === 'unix';
-  s.holdsWrittenBytes = plain ? tcpHoldsWrittenBytes : alwaysHolds;
-  if (plain) s.writeChunk = plainWriteChunk;
+  if (plain) {
+    const direct = new DirectWriter(socket);
+    s.writeChunk = (chunk) => direct.write(chunk);
+    s.readInto = (target) => readInto(socket, target);
+    // A plain socket keeps a write's Buffer only while libuv could not write it at once.
+    s.holdsWrittenBytes = () => socket.writableLength > 0 || direct.queued > 0;
+  } else {
+    s.holdsWrittenBytes = alwaysHolds;
+  }
   s.writeBatching = 'per-read';
   s.replayWindow = noReplayWindow;
   return socket as net.Socket & SessionStream;
-}
-
-/** A plain TCP socket keeps a write's Buffer only while libuv could not write it at once. */
-function tcpHoldsWrittenBytes(this: net.Socket): boolean {
-  return this.writableLength > 0 || directWritesQueued(this);
-}
-
-function plainWriteChunk(this: net.Socket, chunk: Buffer): boolean {
-  return writeChunk(this, chunk);
 }
 
 /** TCP and TLS carry no replayable early data. */
