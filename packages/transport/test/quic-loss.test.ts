@@ -52,10 +52,16 @@ describe.each([
     const dialer = new QuicDialer({ host: '127.0.0.1', port: relay.port, serverName: 'localhost', ca: c.ca, connections: 2 });
     cleanups.push(() => dialer.close({ graceful: false }));
 
+    // Streams whose end may still be missing are closed here, before the dialer aborts them.
+    const opened: SessionStream[] = [];
+    cleanups.push(async () => {
+      for (const s of opened) s.destroy();
+    });
     const payloads = Array.from({ length: STREAMS }, (_, i) => randomBytes(BYTES, 1000 + i));
     const echoed = await Promise.all(
       payloads.map(async (p, i) => {
         const s = await dialer.open();
+        opened.push(s);
         const back = ends ? readAll(s) : readBytes(s, BYTES);
         await writeChunked(s, p, 77 + i, 16 * 1024);
         return back;
