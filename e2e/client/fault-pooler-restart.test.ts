@@ -11,7 +11,7 @@ import { listenTcp, QuicListener, QuicTicketStore } from '@quicpool/transport';
 import { createPooler } from '@quicpool/pooler';
 import type { Pooler } from '@quicpool/pooler';
 import { QuicPool } from '@quicpool/client';
-import { devCerts, pgInfo, quicOptions } from './helpers.js';
+import { devCerts, pgInfo, quicOptions, until } from './helpers.js';
 import { createFaultRole, dropFaultRole, expectNoLeak, sleep, superuser } from './fault-helpers.js';
 import type { FaultRole } from './fault-helpers.js';
 
@@ -67,6 +67,8 @@ interface Tally {
 }
 
 const guarded = new WeakSet<pg.PoolClient>();
+/** Transactions committed by all workers so far (the restart waits for the load to be running). */
+let commits = 0;
 
 /** Transactions until `stopAt`: insert a tagged row, read the tag back, commit; retry on errors. */
 async function worker(pool: pg.Pool, worker: number, stopAt: number, restartedAt: () => number): Promise<Tally> {
@@ -93,6 +95,7 @@ async function worker(pool: pg.Pool, worker: number, stopAt: number, restartedAt
       await c.query('commit');
       c.release();
       t.committed.push(n);
+      commits++;
       if (restartedAt() > 0 && Date.now() > restartedAt()) t.okAfterRestart++;
     } catch (e) {
       c?.release(e as Error); // a broken client is removed from the pool, not reused
@@ -122,13 +125,16 @@ describe('the pooler restarted under load', () => {
     tcpPool.on('error', () => undefined);
     let restartedAt = 0;
     try {
+      commits = 0;
       const stopAt = Date.now() + 5_000;
       const load = [
         ...Array.from({ length: 12 }, (_, i) => worker(quicPool, i, stopAt, () => restartedAt)),
         ...Array.from({ length: 6 }, (_, i) => worker(tcpPool, 100 + i, stopAt, () => restartedAt)),
       ];
-      await sleep(1_200);
-      expect(tickets.size).toBe(1); // the first connection left a session ticket
+      // The load is running on both pools (every worker has committed a few times on average),
+      // and the first connection left a session ticket.
+      await until(() => commits >= 3 * load.length && tickets.size === 1, 10_000);
+      expect(tickets.size).toBe(1);
       const handshakesBefore = quicPool.sessions!.stats().handshakes;
       const old = current;
       await old.stop();

@@ -31,7 +31,9 @@ describe('session manager resilience', () => {
         (r) => ({ ok: true as const, i: r.rows[0].i as number }),
         (e: Error & { code?: string }) => ({ ok: false as const, e }),
       ));
-      await new Promise((r) => setTimeout(r, 100));
+      // All 40 queries have reached the pooler (20 run, 20 wait for a server) before one
+      // connection is killed; the first of them end after 0.4 s.
+      await until(() => a.pooler.stats().pools.reduce((n, p) => n + p.active + p.waiting, 0) === 40);
       const victim = pool.sessions!.connections()[0]!;
       const onVictim = victim.streams.size;
       expect(onVictim).toBe(10);

@@ -211,9 +211,12 @@ describe('admin console', () => {
       await a.query('SELECT 1');
       let done = false;
       const second = b.query('SELECT 2 AS two').then((r) => ((done = true), r.rows));
-      await new Promise((r) => setTimeout(r, 200));
+      // The second client waits for the one server connection (the pool says so), unanswered.
+      const template1 = async (): Promise<Record<string, string> | undefined> =>
+        (await admin.query('SHOW POOLS')).rows.find((r: Record<string, string>) => r['database'] === 'template1');
+      for (let i = 0; i < 500 && (await template1())?.['cl_waiting'] !== '1'; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await template1()).toMatchObject({ cl_waiting: '1', sv_active: '1' });
       expect(done).toBe(false);
-      expect((await admin.query('SHOW POOLS')).rows.find((r: Record<string, string>) => r['database'] === 'template1')).toMatchObject({ cl_waiting: '1', sv_active: '1' });
       await a.query('COMMIT');
       expect(await second).toEqual([{ two: 2 }]);
     } finally {

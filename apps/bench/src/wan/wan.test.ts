@@ -196,7 +196,8 @@ describe('WAN emulator', () => {
     client.send('hello');
     await once(client, 'message');
     expect(wan.stats().udpPeers).toBe(1);
-    await new Promise((r) => setTimeout(r, 600));
+    // The idle peer expires (udpIdleMs): wait for the counter, bounded, instead of for a duration.
+    for (let i = 0; i < 500 && wan.stats().udp.peersExpired === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(wan.stats().udpPeers).toBe(0);
     expect(wan.stats().udp.peersExpired).toBe(1);
     await wan.close();

@@ -55,7 +55,9 @@ async function terminate(pids: Set<number>): Promise<void> {
   } finally {
     await d.end();
   }
-  await new Promise((r) => setTimeout(r, 100)); // the pool hears of the deaths
+  // The pool hears of the deaths: none of its server connections is one of them any more.
+  for (let i = 0; i < 500 && p.pooler.view().servers.some((s) => pids.has(s.processId)); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(p.pooler.view().servers.some((s) => pids.has(s.processId))).toBe(false);
 }
 
 describe.each<Via>(['tcp', 'quic'])('named prepared statements in transaction mode over %s', (via) => {

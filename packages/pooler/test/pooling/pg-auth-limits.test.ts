@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../hostile/helpers.js';
 import { ManualClock, turns } from '../support/manual-clock.js';
-import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
+import { pgInfo, rejection, startPooler, untilRunning, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
 let p: TestPooler | undefined;
@@ -139,7 +139,7 @@ describe('backend failure and cancel', () => {
       await withClient(p!.clientConfig(), async (other) => {
         const slowOther = other.query('select pg_sleep(0.5) as s');
         const slow = a.query('select pg_sleep(10)');
-        await new Promise((r) => setTimeout(r, 150));
+        await untilRunning('select pg_sleep(10)');
         // node-postgres's own cancel: a CancelRequest on a new connection with the key the pooler gave `a`.
         // (pg.Client#cancel exists at runtime but not in @types/pg.)
         const canceller = new pg.Client(p!.clientConfig()) as pg.Client & { cancel(target: pg.Client, query: unknown): void };

@@ -6,7 +6,7 @@ import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/tra
 import { createPooler } from '../../src/index.js';
 import type { Pooler } from '../../src/index.js';
 import { QuicSessions } from '../support/quic-sessions.js';
-import { pgInfo, rejection } from '../support/pooler-helpers.js';
+import { pgInfo, rejection, untilRunning } from '../support/pooler-helpers.js';
 
 let pooler: Pooler;
 let port: number;
@@ -58,7 +58,7 @@ describe('QUIC session streams through the pooler', () => {
     const a = await client(d);
     try {
       const slow = a.c.query('select pg_sleep(10)');
-      await new Promise((r) => setTimeout(r, 100));
+      await untilRunning('select pg_sleep(10)');
       const key = Buffer.alloc(4);
       const info = a.c as unknown as { processID: number; secretKey: number };
       key.writeInt32BE(info.secretKey | 0);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeStartupPacket } from '@quicpool/wire';
 import { generateDevCertificates } from '@quicpool/transport';
 import { resolvePoolerConfig } from '../../src/index.js';
-import { pgInfo, rejection, startPooler, withClient } from '../support/pooler-helpers.js';
+import { pgInfo, rejection, startPooler, untilRunning, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 import { eventually, PROTOCOL_3_0, rawTcp, trustStartup } from '../hostile/helpers.js';
 import type { RawSession } from '../hostile/helpers.js';
@@ -162,7 +162,7 @@ describe('cancel keys', () => {
       wrongSecret[3] = wrongSecret[3]! ^ 0x01;
       const before = p.pooler.stats();
       const slow = a.query('select pg_sleep(0.6) as s');
-      await new Promise((r) => setTimeout(r, 100));
+      await untilRunning('select pg_sleep(0.6) as s');
       for (const [processId, secretKey] of [
         [info.processID, wrongSecret],
         [info.processID ^ 1, right],
@@ -183,7 +183,7 @@ describe('cancel keys', () => {
       expect(after.cancelsForwardedTotal).toBe(before.cancelsForwardedTotal);
       // The right key does cancel (so the checks above could have failed).
       const slow2 = a.query('select pg_sleep(5) as s');
-      await new Promise((r) => setTimeout(r, 100));
+      await untilRunning('select pg_sleep(5) as s');
       const c = rawTcp(p.port);
       c.write(encodeStartupPacket({ type: 'CancelRequest', processId: info.processID, secretKey: right }));
       await c.closedByPeer();
