@@ -138,8 +138,10 @@ describe('backend failure and cancel', () => {
     await withClient(p.clientConfig(), async (a) => {
       await withClient(p!.clientConfig(), async (other) => {
         const slowOther = other.query('select pg_sleep(0.5) as s');
-        const slow = a.query('select pg_sleep(10)');
-        await untilRunning('select pg_sleep(10)');
+        // A text of its own: untilRunning must not see another test file's query on the shared server.
+        const sql = 'select pg_sleep(10) /* pg-auth-limits: client.cancel */';
+        const slow = a.query(sql);
+        await untilRunning(sql);
         // node-postgres's own cancel: a CancelRequest on a new connection with the key the pooler gave `a`.
         // (pg.Client#cancel exists at runtime but not in @types/pg.)
         const canceller = new pg.Client(p!.clientConfig()) as pg.Client & { cancel(target: pg.Client, query: unknown): void };

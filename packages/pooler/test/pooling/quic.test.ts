@@ -57,8 +57,9 @@ describe('QUIC session streams through the pooler', () => {
     const d = dialer();
     const a = await client(d);
     try {
-      const slow = a.c.query('select pg_sleep(10)');
-      await untilRunning('select pg_sleep(10)');
+      const sql = 'select pg_sleep(10) /* quic: CancelRequest on a fresh stream */'; // its own text on the shared server
+      const slow = a.c.query(sql);
+      await untilRunning(sql);
       const key = Buffer.alloc(4);
       const info = a.c as unknown as { processID: number; secretKey: number };
       key.writeInt32BE(info.secretKey | 0);

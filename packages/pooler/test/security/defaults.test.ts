@@ -161,8 +161,10 @@ describe('cancel keys', () => {
       const wrongSecret = Buffer.from(right);
       wrongSecret[3] = wrongSecret[3]! ^ 0x01;
       const before = p.pooler.stats();
-      const slow = a.query('select pg_sleep(0.6) as s');
-      await untilRunning('select pg_sleep(0.6) as s');
+      // Texts of their own: untilRunning must not see another test file's query on the shared server.
+      const sql = 'select pg_sleep(0.6) as s /* defaults: wrong keys */';
+      const slow = a.query(sql);
+      await untilRunning(sql);
       for (const [processId, secretKey] of [
         [info.processID, wrongSecret],
         [info.processID ^ 1, right],
@@ -182,8 +184,9 @@ describe('cancel keys', () => {
       expect(after.cancelRequestsTotal - before.cancelRequestsTotal).toBe(2); // the truncated one never counted as a request
       expect(after.cancelsForwardedTotal).toBe(before.cancelsForwardedTotal);
       // The right key does cancel (so the checks above could have failed).
-      const slow2 = a.query('select pg_sleep(5) as s');
-      await untilRunning('select pg_sleep(5) as s');
+      const sql2 = 'select pg_sleep(5) as s /* defaults: right key */';
+      const slow2 = a.query(sql2);
+      await untilRunning(sql2);
       const c = rawTcp(p.port);
       c.write(encodeStartupPacket({ type: 'CancelRequest', processId: info.processID, secretKey: right }));
       await c.closedByPeer();
