@@ -3,6 +3,7 @@
 // after the pooler's backends are replaced (pg_terminate_backend); with DEALLOCATE ALL mixed in.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../hostile/helpers.js';
 import { directClient, startFidelityPooler } from './helpers.js';
 import type { FidelityPooler, Via } from './helpers.js';
 
@@ -56,8 +57,7 @@ async function terminate(pids: Set<number>): Promise<void> {
     await d.end();
   }
   // The pool hears of the deaths: none of its server connections is one of them any more.
-  for (let i = 0; i < 500 && p.pooler.view().servers.some((s) => pids.has(s.processId)); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(p.pooler.view().servers.some((s) => pids.has(s.processId))).toBe(false);
+  await eventually(() => !p.pooler.view().servers.some((s) => pids.has(s.processId)), 5000, 'no terminated server in the pool');
 }
 
 describe.each<Via>(['tcp', 'quic'])('named prepared statements in transaction mode over %s', (via) => {
