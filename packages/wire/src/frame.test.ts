@@ -217,3 +217,46 @@ describe('startup mode', () => {
     expect(d.next()).toEqual({ type: 'AuthenticationResponse', data: Buffer.from('x\0') });
   });
 });
+
+describe('push(chunk, length)', () => {
+  const ready = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
+  const complete = encodeBackend({ type: 'CommandComplete', tag: 'SELECT 1' });
+
+  it('frames only the first `length` bytes of a larger read buffer, as views of it', () => {
+    const buffer = Buffer.alloc(1024, 0xff); // what follows the bytes read is garbage
+    const read = Buffer.concat([complete, ready]);
+    read.copy(buffer);
+    const d = new BackendDecoder();
+    d.push(buffer, read.length);
+    const a = d.nextRaw();
+    const b = d.nextRaw();
+    expect(a?.bytes.equals(complete)).toBe(true);
+    expect(b?.bytes.equals(ready)).toBe(true);
+    expect(b?.bytes.buffer).toBe(buffer.buffer);
+    expect(d.nextRaw()).toBeUndefined();
+    expect(d.bufferedBytes).toBe(0);
+  });
+
+  it('a message split across two partly filled buffers, and a buffer pushed before draining', () => {
+    const d = new BackendDecoder();
+    const whole = Buffer.concat([complete, ready]);
+    const first = Buffer.alloc(64, 0xff);
+    whole.copy(first, 0, 0, 3);
+    d.push(first, 3);
+    expect(d.nextRaw()).toBeUndefined();
+    const second = Buffer.alloc(64, 0xff);
+    whole.copy(second, 0, 3);
+    d.push(second, whole.length - 3);
+    const third = Buffer.alloc(64, 0xff);
+    ready.copy(third);
+    d.push(third, ready.length); // queued: the decoder still holds undrained bytes
+    expect(d.bufferedBytes).toBe(whole.length + ready.length);
+    const got = [d.nextRaw(), d.nextRaw(), d.nextRaw()].map((m) => m?.bytes.toString('hex'));
+    expect(got).toEqual([complete, ready, ready].map((b) => b.toString('hex')));
+    expect(d.nextRaw()).toBeUndefined();
+  });
+
+  it('rejects a length beyond the chunk', () => {
+    expect(() => new BackendDecoder().push(Buffer.alloc(4), 5)).toThrow(RangeError);
+  });
+});

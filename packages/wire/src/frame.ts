@@ -112,18 +112,23 @@ export class Framer {
     return this.failure;
   }
 
-  push(chunk: Buffer): void {
+  /**
+   * Adds received bytes: `chunk`'s first `length` bytes (all of it by default), so a reader that
+   * read into a larger buffer need not make a view of what it read.
+   */
+  push(chunk: Buffer, length: number = chunk.length): void {
     if (this.failure !== null) throw this.failure;
-    if (chunk.length === 0) return;
+    if (length === 0) return;
+    if (!(length > 0 && length <= chunk.length)) throw new RangeError(`bad length ${length} for a chunk of ${chunk.length} bytes`);
     if (this.pos === this.bufEnd && this.queued.length === 0) {
       this.bufOffset += this.bufEnd;
       this.buf = chunk;
       this.pos = 0;
-      this.bufEnd = chunk.length;
+      this.bufEnd = length;
     } else {
       // The owner pushed before draining: queue it, no copy (rare path).
-      this.queued.push(chunk);
-      this.queuedBytes += chunk.length;
+      this.queued.push(length === chunk.length ? chunk : chunk.subarray(0, length));
+      this.queuedBytes += length;
     }
   }
 

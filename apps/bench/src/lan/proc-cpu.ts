@@ -3,10 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { readProcSample } from '../telemetry/proc.js';
 
-/** utime + stime of `pid` in microseconds, or null when the process (or /proc) is not there. */
-export function processCpuMicros(pid: number): number | null {
+/** utime + stime of `pid` in microseconds, and utime alone, or null when the process (or /proc) is not there. */
+export function processCpuMicros(pid: number): { readonly total: number; readonly user: number } | null {
   const sample = readProcSample(pid);
-  return sample === null ? null : sample.cpuMs * 1000;
+  return sample === null ? null : { total: sample.cpuMs * 1000, user: sample.userMs * 1000 };
 }
 
 /** Read and write syscalls `pid` has made so far (/proc/<pid>/io), or null when not readable. */

@@ -48,6 +48,8 @@ export interface TargetRow {
   readonly latencyP99Ms: number | null;
   /** The pooler process's CPU per transaction (null for direct). */
   readonly cpuUsPerTx: number | null;
+  /** Of which in user mode (the pooler's own code; the rest is the kernel's). */
+  readonly userUsPerTx: number | null;
   /** Cores the pooler used on average during the run. */
   readonly cpuCores: number | null;
   /** quicpool's read() and write() syscalls per transaction (/proc/<pid>/io); null for the others. */
@@ -92,13 +94,15 @@ export async function runLan(o: LanOptions): Promise<void> {
       const cpu1 = pid === null ? null : processCpuMicros(pid);
       const io1 = countIo ? processSyscalls(pid) : null;
       const s = parseSummary(out);
-      const cpuUs = cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null;
+      const cpuUs = cpu0 !== null && cpu1 !== null ? cpu1.total - cpu0.total : null;
+      const userUs = cpu0 !== null && cpu1 !== null ? cpu1.user - cpu0.user : null;
       rows.push({
         target,
         round,
         ...s,
         latencyP99Ms: await p99FromLogs(logDir, prefix),
         cpuUsPerTx: cpuUs !== null && s.transactions > 0 ? cpuUs / s.transactions : null,
+        userUsPerTx: userUs !== null && s.transactions > 0 ? userUs / s.transactions : null,
         cpuCores: cpuUs !== null ? cpuUs / elapsedUs : null,
         syscallsPerTx: io0 !== null && io1 !== null && s.transactions > 0
           ? { reads: (io1.reads - io0.reads) / s.transactions, writes: (io1.writes - io0.writes) / s.transactions }
@@ -168,10 +172,10 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     `bench:lan  pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS}${o.rate === null ? '' : ` -R ${o.rate}`} (simple protocol), pool size ${o.poolSize}, transaction pooling, ${o.rounds} round(s)`,
     machine,
     '',
-    '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | pooler cores | read+write syscalls/tx (Node) | load avg 1m before/after |',
-    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | of which user | pooler cores | read+write syscalls/tx (Node) | load avg 1m before/after |',
+    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map((r) =>
-      `| ${r.round} | ${name(r.target)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
+      `| ${r.round} | ${name(r.target)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.userUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
   ];
   // The ratio of each round (same conditions), then their median.
   const ratios = of('quicpoolTcp').map((q) => {
@@ -197,7 +201,18 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
       const p = rows.find((r) => r.target === 'pgbouncer' && r.round === q.round);
       return p !== undefined && p.tps > 0 ? q.tps / p.tps : null;
     });
+    // Same-run A/B: the ratio of each round (both daemons measured back to back), then their median.
+    const byRound = (get: (r: TargetRow) => number | null) =>
+      of('quicpoolTcp').map((q) => {
+        const b = rows.find((r) => r.target === 'quicpoolBaseline' && r.round === q.round);
+        const x = get(q);
+        const y = b === undefined ? null : get(b);
+        return x !== null && y !== null && y > 0 ? x / y : null;
+      });
+    const abRatios = byRound((r) => r.cpuUsPerTx);
+    const abUser = byRound((r) => r.userUsPerTx);
     lines.push(`quicpoolBaseline (${o.baseline}) / PgBouncer tps: ${f(median(bRatios), 2)}x; pooler CPU µs/tx (median) quicpoolTcp ${f(nq, 1)} vs quicpoolBaseline ${f(bq, 1)}`);
+    lines.push(`quicpoolTcp / quicpoolBaseline CPU per transaction by round: ${abRatios.map((x) => f(x, 2)).join(', ')} (median ${f(median(abRatios), 2)}); user time only: ${abUser.map((x) => f(x, 2)).join(', ')} (median ${f(median(abUser), 2)})`);
   }
   const fwd = med('nodeForwarder', (r) => r.cpuUsPerTx);
   if (fwd !== null) {

@@ -2,12 +2,13 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { childPids, ProcessCpu } from './process-cpu.js';
-import { countSocketLinks, parseOpenFileLimit, parseStatCpuTicks, parseStatState, parseStatusRssBytes, readProcFds, readProcSample } from './proc.js';
+import { countSocketLinks, parseOpenFileLimit, parseStatCpuTicks, parseStatState, parseStatTimes, parseStatusRssBytes, readProcFds, readProcSample } from './proc.js';
 
 describe('/proc reader', () => {
   it('parses utime+stime after a command name with spaces and parentheses', () => {
     const stat = '4242 (my (odd) proc) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 11 0 12345 1000000 2000 18446744073709551615';
     expect(parseStatCpuTicks(stat)).toBe(325);
+    expect(parseStatTimes(stat)).toEqual({ user: 250, system: 75 });
     expect(parseStatCpuTicks('garbage')).toBeNull();
   });
 
@@ -31,6 +32,7 @@ describe('/proc reader', () => {
     const cpu = process.cpuUsage();
     // /proc counts whole ticks (10 ms), Node microseconds: equal within a few ticks.
     expect(Math.abs(sample!.cpuMs - (cpu.user + cpu.system) / 1000)).toBeLessThan(200);
+    expect(Math.abs(sample!.userMs - cpu.user / 1000)).toBeLessThan(200);
   });
 
   it.runIf(process.platform === 'linux')('gives per-interval CPU of the set-up\'s processes, a postmaster\'s children summed', async () => {

@@ -7,6 +7,8 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 export interface ProcSample {
   /** utime + stime, in milliseconds. */
   cpuMs: number;
+  /** utime alone (time in user mode), in milliseconds. */
+  userMs: number;
   rssBytes: number;
 }
 
@@ -36,14 +38,20 @@ export function clockTicksPerSecond(): number {
  * parentheses and may itself contain spaces and parentheses, so fields are counted from the last ')'.
  */
 export function parseStatCpuTicks(stat: string): number | null {
+  const t = parseStatTimes(stat);
+  return t === null ? null : t.user + t.system;
+}
+
+/** utime and stime in ticks from the text of /proc/<pid>/stat (see parseStatCpuTicks). */
+export function parseStatTimes(stat: string): { readonly user: number; readonly system: number } | null {
   const close = stat.lastIndexOf(')');
   if (close < 0) return null;
   // After ") " the first field is field 3 (state); utime is field 14, stime field 15.
   const fields = stat.slice(close + 2).trim().split(/\s+/);
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-  return utime + stime;
+  const user = Number(fields[11]);
+  const system = Number(fields[12]);
+  if (!Number.isFinite(user) || !Number.isFinite(system)) return null;
+  return { user, system };
 }
 
 /** The state letter (field 3: R, S, D, Z for a zombie, ...) from the text of /proc/<pid>/stat. */
@@ -62,10 +70,11 @@ export function parseStatusRssBytes(status: string): number | null {
 /** One sample of a process, or null when it cannot be read (gone, not Linux). */
 export function readProcSample(pid: number): ProcSample | null {
   try {
-    const ticks = parseStatCpuTicks(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const times = parseStatTimes(readFileSync(`/proc/${pid}/stat`, 'utf8'));
     const rss = parseStatusRssBytes(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    if (ticks === null || rss === null) return null;
-    return { cpuMs: (ticks * 1000) / clockTicksPerSecond(), rssBytes: rss };
+    if (times === null || rss === null) return null;
+    const ms = 1000 / clockTicksPerSecond();
+    return { cpuMs: (times.user + times.system) * ms, userMs: times.user * ms, rssBytes: rss };
   } catch {
     return null;
   }

@@ -84,7 +84,7 @@ export class Backend {
       c.stream.on('data', (chunk: Buffer) => this.onData(chunk));
       c.stream.resume();
     } else {
-      input.setConsumer((chunk) => this.onRead(chunk, input));
+      input.setConsumer((chunk, length) => this.onRead(chunk, length, input));
     }
     // Bytes that came between the login and now wait in the decoder: route them (next turn: the
     // pool places this backend first).
@@ -123,8 +123,7 @@ export class Backend {
   /** Closes the connection politely (Terminate) or abruptly; the pool hears of it via onClosed. */
   close(): void {
     if (this.stream.destroyed) return;
-    this.writer.flush();
-    this.stream.end(TERMINATE);
+    this.writer.end(TERMINATE);
     // A server that does not close its end after Terminate must not hold the connection open.
     this.stream.once('finish', () => this.stream.destroy());
   }
@@ -135,8 +134,7 @@ export class Backend {
    */
   finish(): void {
     if (this.stream.destroyed) return;
-    this.writer.flush();
-    this.stream.end(TERMINATE);
+    this.writer.end(TERMINATE);
   }
 
   /** Drops the connection at once (the pool already forgot it). */
@@ -149,20 +147,20 @@ export class Backend {
    * (instead of at the end of the turn), so the buffer can be reused unless something still holds
    * a view of it: a partial message in the decoder, or a write that kept its bytes.
    */
-  private onRead(chunk: Buffer, input: SocketInput): void {
+  private onRead(chunk: Buffer, length: number, input: SocketInput): void {
     let unreferenced = false;
     this.batcher.beginCycle();
     try {
-      this.onData(chunk);
+      this.onData(chunk, length);
     } finally {
       unreferenced = this.batcher.endCycle();
     }
     if (!unreferenced || this.decoder.bufferedBytes > 0) input.retain();
   }
 
-  private onData(chunk: Buffer): void {
+  private onData(chunk: Buffer, length: number = chunk.length): void {
     try {
-      this.decoder.push(chunk);
+      this.decoder.push(chunk, length);
       for (let m = this.decoder.nextRaw(); m !== undefined; m = this.decoder.nextRaw()) this.route(m);
     } catch (e) {
       this.stream.destroy();

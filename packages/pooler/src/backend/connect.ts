@@ -51,9 +51,9 @@ export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServ
     let deriving = false;
     let settled = false;
     // During the login every chunk is kept (the decoder may hold views of it): not worth a copy.
-    const input = new SocketInput((chunk) => {
+    const input = new SocketInput((chunk, length) => {
       input.retain();
-      onData(chunk);
+      onData(chunk, length);
     });
     const fail = (e: unknown): void => {
       if (settled) return;
@@ -114,9 +114,9 @@ export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServ
         fail(e);
       }
     };
-    const onData = (chunk: Buffer): void => {
+    const onData = (chunk: Buffer, length: number = chunk.length): void => {
       try {
-        decoder.push(chunk);
+        decoder.push(chunk, length);
       } catch (e) {
         fail(e);
         return;

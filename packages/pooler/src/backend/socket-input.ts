@@ -11,7 +11,8 @@ import type { ReadInto } from '@quicpool/transport';
 const READ_SIZE = 64 * 1024;
 
 
-export type InputConsumer = (chunk: Buffer) => void;
+/** `chunk`'s first `length` bytes were read. */
+export type InputConsumer = (chunk: Buffer, length: number) => void;
 
 export class SocketInput {
   private buffer: Buffer = Buffer.allocUnsafe(READ_SIZE);
@@ -28,9 +29,9 @@ export class SocketInput {
       }
       return this.buffer;
     },
-    callback: (n: number, buf: Uint8Array): boolean => {
-      // `buf` is this.buffer: a view of its first n bytes, valid until the next read unless retained.
-      this.consumer(Buffer.from(buf.buffer, buf.byteOffset, n));
+    callback: (n: number): boolean => {
+      // The read went into this.buffer: its first n bytes are valid until the next read unless retained.
+      this.consumer(this.buffer, n);
       return true;
     },
   };

@@ -17,6 +17,27 @@ class Recorder extends Writable {
   }
 }
 
+/** A stream with a 4-byte buffer whose writes complete only when complete() is called. */
+class SlowStream extends Writable {
+  readonly given: Buffer[] = [];
+  private waiting: (() => void) | null = null;
+  constructor() {
+    super({ highWaterMark: 4 });
+  }
+  holdsWrittenBytes(): boolean {
+    return false;
+  }
+  override _write(chunk: Buffer, _e: BufferEncoding, done: () => void): void {
+    this.given.push(chunk);
+    this.waiting = done;
+  }
+  complete(): void {
+    const done = this.waiting;
+    this.waiting = null;
+    done?.();
+  }
+}
+
 describe('WriteBatcher', () => {
   it('flushes what a read cycle collected when the outermost cycle ends, adjacent views as one', () => {
     const batcher = new WriteBatcher();
@@ -84,4 +105,38 @@ describe('WriteBatcher', () => {
     }).toThrow('boom');
     expect(out.given.map((b) => b.toString())).toEqual(['before']);
   });
+
+  it('reports a full stream from the flush on, until it drains', async () => {
+    const batcher = new WriteBatcher();
+    const out = new SlowStream(); // a 4-byte buffer whose writes complete when told to
+    const w = batcher.writer(out);
+    batcher.beginCycle();
+    expect(w.write(Buffer.from('first'))).toBe(true); // collected: the stream was not asked yet
+    batcher.endCycle();
+    batcher.beginCycle();
+    expect(w.write(Buffer.from('second'))).toBe(false); // the flush of 'first' filled it
+    batcher.endCycle();
+    const drained = new Promise((resolve) => out.once('drain', resolve));
+    out.complete(); // 'first'; the stream then writes 'second'
+    out.complete();
+    await drained;
+    batcher.beginCycle();
+    expect(w.write(Buffer.from('third'))).toBe(true);
+    batcher.endCycle();
+    out.complete();
+    expect(out.given.map((b) => b.toString())).toEqual(['first', 'second', 'third']);
+  });
+
+  it('end() writes what was collected, then the last bytes, and drops what comes after', async () => {
+    const batcher = new WriteBatcher();
+    const out = new Recorder(false);
+    const w = batcher.writer(out);
+    w.write(Buffer.from('answer'));
+    w.end(Buffer.from('bye'));
+    w.write(Buffer.from('late'));
+    await new Promise((resolve) => out.once('finish', resolve));
+    await new Promise((resolve) => process.nextTick(resolve));
+    expect(out.given.map((b) => b.toString())).toEqual(['answer', 'bye']);
+  });
 });
+

@@ -28,8 +28,13 @@ const COPY_AT_MOST = 16 * 1024;
  * by flushAll). Each pooler owns one: two poolers in a process never flush each other's writers.
  */
 export class WriteBatcher {
-  /** Writers with something collected (each once). */
-  private readonly dirty: BatchedWriter[] = [];
+  /**
+   * Writers with something collected (each once): `dirty[0, dirtyCount)`. A count instead of
+   * `length = 0` after each flush (setting an array's length is a call into V8's runtime); slots
+   * are cleared as they are flushed, so nothing stays referenced.
+   */
+  private readonly dirty: (BatchedWriter | null)[] = [];
+  private dirtyCount = 0;
   private scheduled = false;
   /** Read cycles under way (see beginCycle); writes collected meanwhile wait for the outermost end. */
   private depth = 0;
@@ -54,18 +59,18 @@ export class WriteBatcher {
    * beginCycle() left its bytes referenced by a stream.
    */
   endCycle(): boolean {
-    if (--this.depth === 0 && this.dirty.length > 0) this.flushDirty();
+    if (--this.depth === 0 && this.dirtyCount > 0) this.flushDirty();
     return !this.kept;
   }
 
   /** Flushes every writer now (outside a read: an auth lookup that resumed a session). */
   flushAll(): void {
-    if (this.dirty.length > 0) this.flushDirty();
+    if (this.dirtyCount > 0) this.flushDirty();
   }
 
   /** `w` has something collected: flush it at the end of this cycle, or of this turn. */
   enqueue(w: BatchedWriter): void {
-    this.dirty.push(w);
+    this.dirty[this.dirtyCount++] = w;
     if (this.depth === 0 && !this.scheduled) {
       this.scheduled = true;
       process.nextTick(this.flushDirty);
@@ -75,12 +80,13 @@ export class WriteBatcher {
   private readonly flushDirty = (): void => {
     this.scheduled = false;
     // Index loop: a flush does not add writers, but stay correct if one ever does.
-    for (let i = 0; i < this.dirty.length; i++) {
+    for (let i = 0; i < this.dirtyCount; i++) {
       const w = this.dirty[i]!;
+      this.dirty[i] = null;
       w.queued = false;
       w.flush();
     }
-    this.dirty.length = 0;
+    this.dirtyCount = 0;
   };
 }
 
@@ -89,10 +95,14 @@ export class BatchedWriter {
   private pendingBytes = 0;
   /** In the batcher's dirty list. */
   queued = false;
+  /** The stream said it is full (a write returned false) and has not emitted 'drain' since. */
+  private full = false;
+  /** end() was called: what is written later is dropped. */
+  private ended = false;
   /** Whether the stream may still reference what was written to it. */
   private readonly holds: () => boolean;
   /** The stream's cheapest write (SessionStream.writeChunk where it has one). */
-  private readonly put: (chunk: Buffer) => void;
+  private readonly put: (chunk: Buffer) => boolean;
 
   constructor(
     private readonly batcher: WriteBatcher,
@@ -100,7 +110,7 @@ export class BatchedWriter {
   ) {
     const session = stream as Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes' | 'writeChunk'>>;
     this.holds = typeof session.holdsWrittenBytes === 'function' ? () => session.holdsWrittenBytes!() : () => true;
-    this.put = typeof session.writeChunk === 'function' ? (chunk) => void session.writeChunk!(chunk) : (chunk) => void stream.write(chunk);
+    this.put = typeof session.writeChunk === 'function' ? (chunk) => session.writeChunk!(chunk) : (chunk) => stream.write(chunk);
   }
 
   /**
@@ -110,9 +120,12 @@ export class BatchedWriter {
   private runFirst: Buffer | null = null;
   private runLength = 0;
 
-  /** False when the stream's buffer is full (the caller should stop its producer until 'drain'). */
+  /**
+   * False while the stream's buffer is full (the caller should stop its producer until 'drain').
+   * Collecting asks nothing of the stream (a Writable's state getters cost more than the write
+   * itself); the stream's answer comes from the flush, as `full`.
+   */
   write(bytes: Buffer): boolean {
-    if (this.stream.destroyed || this.stream.writableEnded) return true;
     const run = this.runFirst;
     if (run !== null && run.buffer === bytes.buffer && run.byteOffset + this.runLength === bytes.byteOffset) {
       this.runLength += bytes.length;
@@ -128,7 +141,7 @@ export class BatchedWriter {
       this.queued = true;
       this.batcher.enqueue(this);
     }
-    return !this.stream.writableNeedDrain;
+    return !this.full;
   }
 
   /** Writes whatever was collected now (before TLS, end() or destroy()). */
@@ -142,21 +155,45 @@ export class BatchedWriter {
     if (n > 0) {
       this.pending.push(last);
       chunk = Buffer.concat(this.pending, this.pendingBytes);
+      this.pending.length = 0; // reused: no array per flush
     }
-    this.pending.length = 0; // reused: no array per flush
     this.pendingBytes = 0;
-    if (this.stream.destroyed || this.stream.writableEnded) return;
+    // A destroyed stream drops what it is given; an ended one would fail the write with an error
+    // (the pooler ends its streams through end() below, so this needs no Writable getter).
+    if (this.ended) return;
     // A view of memory the caller may reuse (a server's read buffer), going to a stream that keeps
     // what it is given (TLS, a backlog): a small one is copied, so the read buffer stays reusable
     // instead of the next read costing a new one (at 1,000 answers/s to TLS clients that was 64 MB/s
     // of ArrayBuffers, and a full GC every second).
     if (n === 0 && chunk.length <= COPY_AT_MOST && this.holds()) {
-      this.put(Buffer.from(chunk));
+      this.accepted(this.put(Buffer.from(chunk)));
       return;
     }
-    this.put(chunk);
+    this.accepted(this.put(chunk));
     if (n === 0 && this.holds()) this.batcher.kept = true;
   }
+
+  /**
+   * Writes what was collected, then ends the stream (with `last`, if given): every stream the
+   * pooler writes through a writer is ended this way, so nothing collected can follow the end.
+   */
+  end(last?: Buffer): void {
+    this.flush();
+    this.ended = true;
+    if (last === undefined) this.stream.end();
+    else this.stream.end(last);
+  }
+
+  /** The stream's answer to a write: false means full until it emits 'drain'. */
+  private accepted(more: boolean): void {
+    if (more || this.full) return;
+    this.full = true;
+    this.stream.once('drain', this.drained);
+  }
+
+  private readonly drained = (): void => {
+    this.full = false;
+  };
 
   /** The run as one Buffer: its first buffer itself when nothing was appended, else a view spanning it. */
   private closeRun(run: Buffer): Buffer {

@@ -168,23 +168,24 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     else this.onGone();
   };
 
-  private readonly onData = (chunk: Buffer): void => {
+  /** `chunk`'s first `length` bytes were received (all of it for a 'data' event). */
+  private readonly onData = (chunk: Buffer, length: number = chunk.length): void => {
     // What a socket's chunk caused leaves when it is handled (one write per stream, as at the end
     // of the turn); an in-memory stream's waits for the end of the turn.
-    if (this.stream.writeBatching !== 'per-read') return this.onInput(chunk);
+    if (this.stream.writeBatching !== 'per-read') return this.onInput(chunk, length);
     const batcher = this.core.batcher;
     batcher.beginCycle();
     try {
-      this.onInput(chunk);
+      this.onInput(chunk, length);
     } finally {
       batcher.endCycle();
     }
   };
 
-  private onInput(chunk: Buffer): void {
-    this.receivedBytes += chunk.length;
+  private onInput(chunk: Buffer, length: number): void {
+    this.receivedBytes += length;
     try {
-      this.decoder.push(chunk);
+      this.decoder.push(chunk, length);
       this.drain();
       if ((this.session.phase === 'waiting' || this.session.awaitingConfirmation) && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
     } catch (e) {
@@ -493,12 +494,11 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     this.timeQuery(false);
     if (this.pool !== null) this.addTraffic(this.pool);
     this.resumeBackend();
-    this.writer.flush();
     const stream = this.stream;
     this.unbind(stream);
     stream.on('error', () => undefined);
     if (!stream.destroyed) {
-      stream.end();
+      this.writer.end();
       // A peer that never reads must not hold the stream open forever.
       const t = clock.setTimer(() => stream.destroy(), CLOSE_LINGER_MS);
       stream.once('close', () => clock.clearTimer(t));

@@ -10,14 +10,15 @@ const SMALL_READ = 1024;
 /** After a read filled its buffer (a COPY, a large Bind), reads go in Node's default size. */
 const LARGE_READ = 64 * 1024;
 
-/** Reads for one client session, each handed to `consumer` as a Buffer it may keep. */
-export function clientReads(consumer: (chunk: Buffer) => void): ReadInto {
+/** Reads for one client session, each handed to `consumer` as a Buffer it may keep, of which `length` bytes were read. */
+export function clientReads(consumer: (chunk: Buffer, length: number) => void): ReadInto {
   let size = SMALL_READ;
   return {
     buffer: () => Buffer.allocUnsafe(size),
     callback: (n: number, buf: Uint8Array): boolean => {
       size = n === buf.length ? LARGE_READ : SMALL_READ;
-      consumer(Buffer.from(buf.buffer, buf.byteOffset, n));
+      // `buf` is the Buffer made by buffer() above.
+      consumer(buf as Buffer, n);
       return true;
     },
   };

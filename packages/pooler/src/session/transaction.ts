@@ -117,7 +117,8 @@ export class TransactionTracker {
   }
 
   private clearOwners(): void {
-    this.owners.length = 0;
+    // Nearly always empty; setting an array's length is a call into V8's runtime.
+    if (this.owners.length > 0) this.owners.length = 0;
     this.ownersHead = 0;
   }
 

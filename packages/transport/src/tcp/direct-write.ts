@@ -56,7 +56,6 @@ interface WritableStateView {
   readonly length: number;
   readonly corked: number;
   readonly ending: boolean;
-  readonly destroyed: boolean;
 }
 
 type PlainSocket = net.Socket & { _handle?: StreamHandle | null; _writableState: WritableStateView };
@@ -74,6 +73,8 @@ export class DirectWriter {
   queued = 0;
   /** A caller saw `false` from write(): 'drain' is owed once the queue is written. */
   private drainOwed = false;
+  /** A write went through `socket.write()`: the Writable may hold it until it is written. */
+  private viaWritable = false;
   private readonly socket: PlainSocket;
   private readonly state: WritableStateView;
 
@@ -86,7 +87,9 @@ export class DirectWriter {
     const s = this.socket;
     const handle = s._handle;
     const w = this.state;
-    if (binding === null || handle === null || handle === undefined || s.connecting || w.destroyed || w.ending || w.length > 0 || w.corked > 0 || this.queued > 0) {
+    // A destroyed socket has no handle (net.Socket#_destroy drops it at once).
+    if (binding === null || handle === null || handle === undefined || s.connecting || w.ending || w.length > 0 || w.corked > 0 || this.queued > 0) {
+      this.viaWritable = true;
       const more = s.write(chunk);
       if (this.queued === 0) return more;
       this.drainOwed = true; // behind a direct write still queued: 'drain' comes when it is written
@@ -110,6 +113,15 @@ export class DirectWriter {
     req.oncomplete = onComplete;
     this.queued++;
     this.drainOwed = true;
+    return false;
+  }
+
+  /** Whether the socket may still reference a written Buffer (see SessionStream.holdsWrittenBytes). */
+  holds(): boolean {
+    if (this.queued > 0) return true;
+    if (!this.viaWritable) return false; // every write so far completed at once
+    if (this.socket.writableLength > 0) return true;
+    this.viaWritable = false;
     return false;
   }
 

@@ -106,7 +106,7 @@ export function adoptSocket(
     s.writeChunk = (chunk) => direct.write(chunk);
     s.readInto = (target) => readInto(socket, target);
     // A plain socket keeps a write's Buffer only while libuv could not write it at once.
-    s.holdsWrittenBytes = () => socket.writableLength > 0 || direct.queued > 0;
+    s.holdsWrittenBytes = () => direct.holds();
   } else {
     s.holdsWrittenBytes = alwaysHolds;
   }
