@@ -135,8 +135,12 @@ export async function runLan(o: LanOptions): Promise<void> {
       try {
         for (; round <= o.rounds; round++) {
           if (o.targets.has('direct')) await measure('direct', info.port, null);
+          // A/B in ABBA order (the baseline first in even rounds): a drift of the machine within
+          // a round does not favour whichever daemon is measured first.
+          const baselineFirst = baselineWorker !== null && round % 2 === 0;
+          if (baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
           if (o.targets.has('quicpoolTcp')) await measure('quicpoolTcp', qp.tcpPort, qp.pid);
-          if (baselineWorker !== null) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
+          if (baselineWorker !== null && !baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
           if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
           if (forwarder !== null) await measure('nodeForwarder', forwarder.port, forwarder.pid);
         }
