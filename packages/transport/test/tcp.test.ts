@@ -171,6 +171,30 @@ describe('writeChunk on plain TCP sockets', () => {
     // As write() after destroy: refused without a throw.
     expect(client.writeChunk!(Buffer.from('x'))).toBe(client.write(Buffer.from('x')));
   });
+
+  it('after end(), goes through write(), which refuses it: the peer gets nothing after the end', async () => {
+    const [client, server] = await pair();
+    const got = collect(server);
+    // The peer sees the end, or the reset of the client's destroy: either way nothing more comes.
+    const peerDone = new Promise((resolve) => {
+      server.once('end', resolve);
+      server.once('error', resolve);
+    });
+    client.writeChunk!(Buffer.from('before'));
+    client.end();
+    const refused = new Promise<string[]>((resolve) => {
+      const codes: string[] = [];
+      client.on('error', (e: NodeJS.ErrnoException) => {
+        codes.push(e.code ?? e.message);
+        if (e.code === 'ERR_STREAM_WRITE_AFTER_END') resolve(codes);
+      });
+    });
+    expect(client.writeChunk!(Buffer.from('after'))).toBe(false);
+    expect(await refused).toContain('ERR_STREAM_WRITE_AFTER_END');
+    await peerDone;
+    expect(got.bytes().toString()).toBe('before');
+    server.destroy();
+  });
 });
 
 describe('writeChunk on several sockets at once', () => {

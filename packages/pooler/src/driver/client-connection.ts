@@ -41,6 +41,8 @@ const TERMINATE: RawMessage = { type: MessageType.Terminate, bytes: encodeFronte
 export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   readonly session: ClientSession;
   private stream: SessionStream;
+  /** The stream's writeBatching is 'per-read' (read once per stream: sockets differ in shape, so the load per read would be megamorphic). */
+  private perRead: boolean;
   private writer: BatchedWriter;
   private readonly decoder: FrontendDecoder;
   private backend: Backend | null = null;
@@ -72,6 +74,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     private readonly core: PoolerCore,
   ) {
     this.stream = stream;
+    this.perRead = stream.writeBatching === 'per-read';
     this.writer = core.batcher.writer(stream);
     this.decoder = new FrontendDecoder({ maxMessageSize: core.config.maxMessageSize });
     this.session = new ClientSession(core.sessionContext(this, (key) => (this.admittedKey = key)));
@@ -172,7 +175,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   private readonly onData = (chunk: Buffer, length: number = chunk.length): void => {
     // What a socket's chunk caused leaves when it is handled (one write per stream, as at the end
     // of the turn); an in-memory stream's waits for the end of the turn.
-    if (this.stream.writeBatching !== 'per-read') return this.onInput(chunk, length);
+    if (!this.perRead) return this.onInput(chunk, length);
     const batcher = this.core.batcher;
     batcher.beginCycle();
     try {
@@ -476,6 +479,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     upgradeToTls(raw, tls).then(
       (secure) => {
         this.stream = secure;
+        this.perRead = secure.writeBatching === 'per-read';
         this.writer = this.core.batcher.writer(secure);
         this.bind(secure);
         this.resume(PAUSED_TLS);
