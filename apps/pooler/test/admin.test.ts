@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
 import { freePort } from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
@@ -214,8 +214,7 @@ describe('admin console', () => {
       // The second client waits for the one server connection (the pool says so), unanswered.
       const template1 = async (): Promise<Record<string, string> | undefined> =>
         (await admin.query('SHOW POOLS')).rows.find((r: Record<string, string>) => r['database'] === 'template1');
-      for (let i = 0; i < 500 && (await template1())?.['cl_waiting'] !== '1'; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(await template1()).toMatchObject({ cl_waiting: '1', sv_active: '1' });
+      await vi.waitFor(async () => expect(await template1()).toMatchObject({ cl_waiting: '1', sv_active: '1' }), { timeout: 5_000, interval: 10 });
       expect(done).toBe(false);
       await a.query('COMMIT');
       expect(await second).toEqual([{ two: 2 }]);

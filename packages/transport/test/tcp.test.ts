@@ -182,15 +182,14 @@ describe('writeChunk on plain TCP sockets', () => {
     });
     client.writeChunk!(Buffer.from('before'));
     client.end();
-    const refused = new Promise<string[]>((resolve) => {
-      const codes: string[] = [];
+    // Write-after-end is among the errors (the transport's reset on destroy is another).
+    const refused = new Promise<void>((resolve) => {
       client.on('error', (e: NodeJS.ErrnoException) => {
-        codes.push(e.code ?? e.message);
-        if (e.code === 'ERR_STREAM_WRITE_AFTER_END') resolve(codes);
+        if (e.code === 'ERR_STREAM_WRITE_AFTER_END') resolve();
       });
     });
     expect(client.writeChunk!(Buffer.from('after'))).toBe(false);
-    expect(await refused).toContain('ERR_STREAM_WRITE_AFTER_END');
+    await refused;
     await peerDone;
     expect(got.bytes().toString()).toBe('before');
     server.destroy();

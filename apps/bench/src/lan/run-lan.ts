@@ -181,11 +181,15 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     ...rows.map((r) =>
       `| ${r.round} | ${name(r.target)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.userUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
   ];
-  // The ratio of each round (same conditions), then their median.
-  const ratios = of('quicpoolTcp').map((q) => {
-    const p = rows.find((r) => r.target === 'pgbouncer' && r.round === q.round);
-    return p !== undefined && p.tps > 0 ? q.tps / p.tps : null;
-  });
+  // The ratio of each round (same conditions, measured back to back), then their median.
+  const byRound = (num: TargetName, den: TargetName, get: (r: TargetRow) => number | null) =>
+    of(num).map((a) => {
+      const b = rows.find((r) => r.target === den && r.round === a.round);
+      const x = get(a);
+      const y = b === undefined ? null : get(b);
+      return x !== null && y !== null && y > 0 ? x / y : null;
+    });
+  const ratios = byRound('quicpoolTcp', 'pgbouncer', (r) => r.tps);
   const ratio = median(ratios);
   lines.push('');
   lines.push(ratio === null
@@ -199,22 +203,11 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     lines.push(`quicpool / PgBouncer pooler CPU per transaction: ${cpu.toFixed(2)}x (${f(cpuQ, 1)} vs ${f(cpuP, 1)} µs, medians of rounds) (target <= 1.25x: ${cpu <= 1.25 ? 'met' : 'NOT met'})`);
   }
   if (o.baseline !== null) {
-    const bq = median(of('quicpoolBaseline').map((r) => r.cpuUsPerTx));
-    const nq = median(of('quicpoolTcp').map((r) => r.cpuUsPerTx));
-    const bRatios = of('quicpoolBaseline').map((q) => {
-      const p = rows.find((r) => r.target === 'pgbouncer' && r.round === q.round);
-      return p !== undefined && p.tps > 0 ? q.tps / p.tps : null;
-    });
-    // Same-run A/B: the ratio of each round (both daemons measured back to back), then their median.
-    const byRound = (get: (r: TargetRow) => number | null) =>
-      of('quicpoolTcp').map((q) => {
-        const b = rows.find((r) => r.target === 'quicpoolBaseline' && r.round === q.round);
-        const x = get(q);
-        const y = b === undefined ? null : get(b);
-        return x !== null && y !== null && y > 0 ? x / y : null;
-      });
-    const abRatios = byRound((r) => r.cpuUsPerTx);
-    const abUser = byRound((r) => r.userUsPerTx);
+    const bq = med('quicpoolBaseline', (r) => r.cpuUsPerTx);
+    const nq = med('quicpoolTcp', (r) => r.cpuUsPerTx);
+    const bRatios = byRound('quicpoolBaseline', 'pgbouncer', (r) => r.tps);
+    const abRatios = byRound('quicpoolTcp', 'quicpoolBaseline', (r) => r.cpuUsPerTx);
+    const abUser = byRound('quicpoolTcp', 'quicpoolBaseline', (r) => r.userUsPerTx);
     lines.push(`quicpoolBaseline (${o.baseline}) / PgBouncer tps: ${f(median(bRatios), 2)}x; pooler CPU µs/tx (median) quicpoolTcp ${f(nq, 1)} vs quicpoolBaseline ${f(bq, 1)}`);
     lines.push(`quicpoolTcp / quicpoolBaseline CPU per transaction by round: ${abRatios.map((x) => f(x, 2)).join(', ')} (median ${f(median(abRatios), 2)}); user time only: ${abUser.map((x) => f(x, 2)).join(', ')} (median ${f(median(abUser), 2)})`);
   }

@@ -3,7 +3,7 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { WanEmulator } from './emulator.js';
 import { startWanEmulator, summarize } from './emulator.js';
 
@@ -197,7 +197,7 @@ describe('WAN emulator', () => {
     await once(client, 'message');
     expect(wan.stats().udpPeers).toBe(1);
     // The idle peer expires (udpIdleMs): wait for the counter, bounded, instead of for a duration.
-    for (let i = 0; i < 500 && wan.stats().udp.peersExpired === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await vi.waitFor(() => expect(wan.stats().udp.peersExpired).toBe(1), { timeout: 5_000, interval: 10 });
     expect(wan.stats().udpPeers).toBe(0);
     expect(wan.stats().udp.peersExpired).toBe(1);
     await wan.close();
