@@ -12,6 +12,8 @@ export {
   SMALL_MESSAGE_LIMIT,
 } from './frame.js';
 export type { RawMessage, DecoderLimits } from './frame.js';
+/** `buf[start, end)` as a Buffer sharing its memory (subarray without its checks; for forwarding runs of framed messages). */
+export { view as bufferView } from './reader.js';
 export {
   PROTOCOL_3_0,
   PROTOCOL_3_2,

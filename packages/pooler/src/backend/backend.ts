@@ -1,6 +1,6 @@
 // One server connection. Its state and the pool list it sits in change together, only through
 // Pool.setState; this class holds the connection's own facts and routes what the server sends.
-import { decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
+import { bufferView, decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import type { BatchedWriter, WriteBatcher } from '../core/write-batcher.js';
@@ -28,6 +28,14 @@ export interface Waiter {
 export interface BackendOwner {
   onBackendMessage(message: RawMessage): void;
   onBackendLost(reason: string): void;
+  /**
+   * Would the owner only forward this message to its client, unchanged, with nothing else to do?
+   * The message is `buffer[start, ...)`; answering must change nothing. Such messages reach the
+   * owner as runs, through `forward`, instead of one onBackendMessage each.
+   */
+  passesThrough?(type: number, buffer: Buffer, start: number): boolean;
+  /** One or more whole messages that passesThrough accepted, adjacent in the order received. */
+  forward?(messages: Buffer): void;
 }
 
 let nextId = 1;
@@ -63,6 +71,11 @@ export class Backend {
   private readonly decoder: BackendDecoder;
   /** A client's pipeline (Parse/Bind/Describe/Execute/Sync) leaves in one write per turn. */
   private readonly writer: BatchedWriter;
+  /** Messages of one read that `runOwner` only forwards: runBuffer[runStart, runEnd) (see onData). */
+  private runOwner: BackendOwner | null = null;
+  private runBuffer: Buffer | null = null;
+  private runStart = 0;
+  private runEnd = 0;
 
   constructor(
     c: BackendConnection,
@@ -159,13 +172,43 @@ export class Backend {
   }
 
   private onData(chunk: Buffer, length: number = chunk.length): void {
+    const d = this.decoder;
     try {
-      this.decoder.push(chunk, length);
-      for (let m = this.decoder.nextRaw(); m !== undefined; m = this.decoder.nextRaw()) this.route(m);
+      d.push(chunk, length);
+      for (let type = d.advance(); type >= 0; type = d.advance()) {
+        // Messages the owner only forwards (rows, row descriptions, plain CommandCompletes) go to
+        // it as one view per run of them: no message object, no view, no session event each.
+        const owner = this.state === 'active' ? this.owner : null;
+        if (owner !== null && type !== MessageType.ParameterStatus && owner.passesThrough?.(type, d.frameBuffer, d.frameStart) === true) {
+          if (this.runBuffer !== d.frameBuffer || this.runEnd !== d.frameStart || this.runOwner !== owner) {
+            this.forwardRun();
+            this.runOwner = owner;
+            this.runBuffer = d.frameBuffer;
+            this.runStart = d.frameStart;
+          }
+          this.runEnd = d.frameEnd;
+          continue;
+        }
+        this.forwardRun();
+        this.route({ type, bytes: d.frameBytes() });
+      }
+      this.forwardRun();
     } catch (e) {
+      // What came before the malformed bytes still reaches the client first.
+      this.forwardRun();
       this.stream.destroy();
       this.lost(`protocol error from server: ${(e as Error).message}`);
     }
+  }
+
+  /** The run of pass-through messages collected (see onData) goes to its owner. */
+  private forwardRun(): void {
+    const buffer = this.runBuffer;
+    if (buffer === null) return;
+    const owner = this.runOwner!;
+    this.runBuffer = null;
+    this.runOwner = null;
+    owner.forward!(bufferView(buffer, this.runStart, this.runEnd));
   }
 
   private route(m: RawMessage): void {

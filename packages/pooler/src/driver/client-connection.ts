@@ -260,15 +260,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   private perform(a: SessionAction): void {
     switch (a.type) {
       case 'sendToClient':
-        this.sentBytes += a.bytes.length;
-        if (!this.writer.write(a.bytes) && this.backend !== null && this.backendPaused === null) {
-          // Backpressure: stop reading the server until the client catches up.
-          const b = this.backend;
-          this.backendPaused = b;
-          b.pause();
-          this.stream.once('drain', () => this.resumeBackend());
-        }
-        return;
+        return this.toClient(a.bytes);
       case 'sendToBackend': {
         const b = this.backend;
         if (b === null) return;
@@ -381,6 +373,26 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
 
   onBackendMessage(message: RawMessage): void {
     this.dispatch({ type: 'backendMessage', message });
+  }
+
+  passesThrough(type: number, buffer: Buffer, start: number): boolean {
+    // While an event is handled, backend messages queue behind it as events (their order counts).
+    return !this.dispatching && this.session.passesThrough(type, buffer, start);
+  }
+
+  forward(messages: Buffer): void {
+    this.toClient(messages);
+  }
+
+  private toClient(bytes: Buffer): void {
+    this.sentBytes += bytes.length;
+    if (!this.writer.write(bytes) && this.backend !== null && this.backendPaused === null) {
+      // Backpressure: stop reading the server until the client catches up.
+      const b = this.backend;
+      this.backendPaused = b;
+      b.pause();
+      this.stream.once('drain', () => this.resumeBackend());
+    }
   }
 
   onBackendLost(reason: string): void {

@@ -294,6 +294,38 @@ export class StatementRouter {
     }
   }
 
+  /**
+   * Would backend() do nothing with this message but pass it on (no answer completed, nothing
+   * learned)? The message is `buffer[start, ...)`. Rows, notices and COPY data always; a
+   * RowDescription that answers no Describe; a CommandComplete that ends no Execute and is no
+   * DEALLOCATE or DISCARD.
+   */
+  passesThrough(type: number, buffer: Buffer, start: number): boolean {
+    switch (type) {
+      case ParseComplete:
+      case BindComplete:
+      case CloseComplete:
+      case ParameterDescription:
+      case NoData:
+      case EmptyQueryResponse:
+      case PortalSuspended:
+      case ErrorResponse:
+      case ReadyForQuery:
+        return false;
+      case RowDescription: {
+        const e = this.queue[this.head];
+        return !(e?.k === 'client' && e.c === 'describe');
+      }
+      case CommandComplete: {
+        if (buffer[start + 5] === 0x44 /* D */) return false;
+        const e = this.queue[this.head];
+        return !(e?.k === 'client' && e.c === 'execute');
+      }
+      default:
+        return true;
+    }
+  }
+
   private onParse(bytes: Buffer, scope: string): void {
     const { name, restStart } = parseName(bytes);
     if (name === '') return this.pass(bytes, 'parse');

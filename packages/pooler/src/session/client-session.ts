@@ -434,6 +434,30 @@ export class ClientSession implements StartupOwner {
     else this.deliver(m.type, m.bytes);
   }
 
+  /**
+   * Does the client get this backend message unchanged, with nothing else to do: a row, a row
+   * description, a plain CommandComplete, a notice? The message is `buffer[start, ...)`; asking
+   * changes nothing. True means the driver writes it to the client itself, without an event (what
+   * `backendMessage` would do with it, for a fraction of the cost).
+   */
+  passesThrough(type: number, buffer: Buffer, start: number): boolean {
+    if (this.phase !== 'attached' || this.tx.ownAnswersNext) return false;
+    switch (type) {
+      case MessageType.ErrorResponse:
+      case MessageType.ParameterStatus:
+      case MessageType.ReadyForQuery:
+        return false;
+      case MessageType.CommandComplete: {
+        const tag = buffer[start + 5]; // RESET ALL and DISCARD ALL: see deliver
+        if (tag === 0x52 || tag === 0x44) return false;
+        break;
+      }
+      default:
+        break;
+    }
+    return this.router === null || this.router.passesThrough(type, buffer, start);
+  }
+
   /** A backend message that answers the client. */
   private deliver(type: number, bytes: Buffer): void {
     if (type === MessageType.ErrorResponse && isSessionEndingError(bytes)) this.backendEnding = true;

@@ -36,12 +36,65 @@ function statementName(match: string): string {
   }
 }
 
-function check(bytes: Buffer, textStart: number): string | null {
-  const text = bytes.toString('latin1', textStart, Math.min(bytes.length - 1, textStart + SCAN_LIMIT));
+/** What the two expressions find in a statement's text (see sessionStateChange), or null. */
+export function matchText(text: string): string | null {
   const start = STATEMENT_START.exec(text);
   if (start !== null) return statementName(start[0]);
   const call = ANYWHERE.exec(text);
   return call === null ? null : call[0].toLowerCase();
+}
+
+/** STATEMENT_START's keywords as lower-case bytes: a statement that begins with none of them is clear. */
+const KEYWORDS = ['set', 'reset', 'prepare', 'listen', 'load', 'declare', 'create'].map((k) => Buffer.from(k, 'latin1'));
+
+/**
+ * Could `matchText` find anything in the latin1 text of bytes [start, end)? A scan of the bytes
+ * that makes no string: false only when neither expression can match, i.e. no statement start
+ * (the text's start, or after a ';', past whitespace) begins with a comment or with one of
+ * STATEMENT_START's keywords, and no '_' follows the three letters that precede it in ANYWHERE's
+ * names ("set", "ory", "ink"). Most queries (pgbench's, an ORM's SELECT) are cleared by it; the
+ * rest take the expressions, so the answer is always theirs.
+ */
+export function mayMatch(bytes: Buffer, start: number, end: number): boolean {
+  let atStatementStart = true;
+  for (let i = start; i < end; i++) {
+    const b = bytes[i]!;
+    if (atStatementStart) {
+      // \s of a latin1 text: tab, LF, VT, FF, CR, space, no-break space.
+      if (b === 0x20 || (b >= 0x09 && b <= 0x0d) || b === 0xa0) continue;
+      if (b === 0x2d || b === 0x2f || startsKeyword(bytes, i, end)) return true; // '-', '/': a comment may hide one
+      atStatementStart = false;
+    }
+    if (b === 0x3b) atStatementStart = true;
+    else if (b === 0x5f && i - start >= 3 && namesFunction(bytes, i)) return true;
+  }
+  return false;
+}
+
+/** The bytes at `i` spell one of KEYWORDS, in any case (`| 0x20` lower-cases an ASCII letter; exact for letters). */
+function startsKeyword(bytes: Buffer, i: number, end: number): boolean {
+  const first = bytes[i]! | 0x20;
+  for (const k of KEYWORDS) {
+    if (k[0] !== first || i + k.length > end) continue;
+    let j = 1;
+    while (j < k.length && (bytes[i + j]! | 0x20) === k[j]) j++;
+    if (j === k.length) return true;
+  }
+  return false;
+}
+
+/** The three letters before the '_' at `i` are those of set_config, advisory_lock or dblink_connect. */
+function namesFunction(bytes: Buffer, i: number): boolean {
+  const a = bytes[i - 3]! | 0x20;
+  const b = bytes[i - 2]! | 0x20;
+  const c = bytes[i - 1]! | 0x20;
+  return (a === 0x73 && b === 0x65 && c === 0x74) || (a === 0x6f && b === 0x72 && c === 0x79) || (a === 0x69 && b === 0x6e && c === 0x6b);
+}
+
+function check(bytes: Buffer, textStart: number): string | null {
+  const end = Math.min(bytes.length - 1, textStart + SCAN_LIMIT);
+  if (!mayMatch(bytes, textStart, end)) return null;
+  return matchText(bytes.toString('latin1', textStart, end));
 }
 
 /**

@@ -95,6 +95,11 @@ export class TransactionTracker {
     this.owners.push(owner);
   }
 
+  /** Answers of the pooler's own or wrapped statements come next (swallows decides about each). */
+  get ownAnswersNext(): boolean {
+    return this.ownersHead !== this.owners.length;
+  }
+
   /** True for a backend message the client must not see (see AnswerOwner). */
   swallows(type: number): boolean {
     if (this.ownersHead === this.owners.length) return false;
