@@ -98,8 +98,10 @@ describe('ClientSession.passesThrough', () => {
       }),
       { numRuns: 1500 },
     );
-    // The shortcut was taken, not only refused.
-    expect(offered).toBeGreaterThan(100);
+    // The shortcut was taken, not only refused. Over 1,500 random runs it is offered 80-120 times in
+    // transaction mode and 170-210 in session mode (8 runs each measured); the bound sits far below
+    // that, so no seed fails it.
+    expect(offered).toBeGreaterThan(20);
   });
 
   it('is offered for the rows of a simple query, not for its ReadyForQuery, nor while the pooler’s own SET is answered', () => {
