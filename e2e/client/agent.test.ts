@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend, encodeStartupPacket, MessageType, PROTOCOL_3_0, SQLSTATE } from '@quicpool/wire';
 import { QuicTicketStore } from '@quicpool/transport';
+import { createTestDatabase, dropTestDatabase } from '@quicpool/pg-fixture';
 import { pgInfo, scramLogin, startQuicPooler, trustLogin, until } from './helpers.js';
 import type { TestPooler } from './helpers.js';
 import { failedTransactions, pgbench, processedTransactions, psql, runLibpq, startAgent } from './agent-helpers.js';
@@ -59,14 +60,21 @@ describe('psql through the agent', () => {
 });
 
 describe('pgbench through the agent', () => {
+  // pgbench's tables have fixed names: this file's are in a database of its own (another file
+  // initializes pgbench at the same time).
+  const DB = 'qp_pgbench_agent';
+  const bench = (args: string[]): Promise<string> => runLibpq(pgbench, [...tcp(), ...args], { PGDATABASE: DB });
+  beforeAll(() => createTestDatabase(pgInfo, DB));
+  afterAll(() => dropTestDatabase(pgInfo, DB));
+
   it('initializes, then runs simple, extended and prepared with -j = -c, and -C, with no failure', async () => {
-    await runLibpq(pgbench, [...tcp(), '-i', '-s', '1', '-q']);
+    await bench(['-i', '-s', '1', '-q']);
     for (const mode of ['simple', 'extended', 'prepared']) {
-      const out = await runLibpq(pgbench, [...tcp(), '-M', mode, '-c', '4', '-j', '4', '-t', '20', '-S']);
+      const out = await bench(['-M', mode, '-c', '4', '-j', '4', '-t', '20', '-S']);
       expect(failedTransactions(out), out).toBe(0);
       expect(processedTransactions(out), out).toBe(80);
     }
-    const out = await runLibpq(pgbench, [...tcp(), '-C', '-c', '4', '-j', '4', '-t', '10', '-S']);
+    const out = await bench(['-C', '-c', '4', '-j', '4', '-t', '10', '-S']);
     expect(failedTransactions(out), out).toBe(0);
     expect(processedTransactions(out), out).toBe(40);
     const s = agent.agent.stats();

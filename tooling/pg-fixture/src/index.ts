@@ -10,3 +10,4 @@ export type { UdpFaultRelay } from './udp-fault-relay.js';
 export { seededRandom } from './seeded-random.js';
 export { asSuperuser, createTestRole, dropTestRole, withPgClient } from './test-role.js';
 export type { TestRole } from './test-role.js';
+export { createTestDatabase, dropTestDatabase } from './test-database.js';

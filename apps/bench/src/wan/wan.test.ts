@@ -171,12 +171,12 @@ describe('WAN emulator', () => {
   });
 
   it('close() ends connections, frees the port and drops what is queued', async () => {
-    const wan = await startWanEmulator({ targetHost: '127.0.0.1', targetPort: await tcpEcho(), protocol: 'tcp', delayMs: 50 });
+    // A delay no stall of the machine reaches: the bytes are still queued when close() comes.
+    const wan = await startWanEmulator({ targetHost: '127.0.0.1', targetPort: await tcpEcho(), protocol: 'tcp', delayMs: 60_000, calibrationProbes: 0 });
     const socket = await connect(wan.port);
     socket.on('error', () => {});
     socket.write('in flight');
-    await new Promise((r) => setTimeout(r, 5));
-    expect(wan.stats().up.queued).toBe(1);
+    await vi.waitFor(() => expect(wan.stats().up.queued).toBe(1));
     const closed = once(socket, 'close');
     await wan.close();
     await closed;

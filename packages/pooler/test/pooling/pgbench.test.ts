@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPooler } from '../support/pooler-helpers.js';
+import { createTestDatabase, dropTestDatabase } from '@quicpool/pg-fixture';
+import { pgInfo, startPooler } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 import { failedTransactions, pgbench, PGBENCH_MISSING, processedTransactions, runPgbench } from '../support/pgbench-helpers.js';
 
@@ -14,19 +15,24 @@ if (pgbench === null) console.log(`pgbench test skipped: ${PGBENCH_MISSING}`);
 describe.skipIf(pgbench === null)('pgbench through the pooler', () => {
   let p: TestPooler;
   let dir: string;
+  // pgbench's tables have fixed names: this file's are in a database of its own (another file
+  // initializes pgbench at the same time).
+  const DB = 'qp_pgbench_pooling';
+  const bench = (args: string[]): Promise<string> => runPgbench(args, p.port, 60_000, DB);
   beforeAll(async () => {
+    await createTestDatabase(pgInfo, DB);
     p = await startPooler({ pool: { poolSize: 5 } });
     dir = mkdtempSync(join(tmpdir(), 'quicpool-pgbench-'));
-    await runPgbench(['-i', '-s', '1', '-q'], p.port); // COPY and VACUUM go through the pooler too
+    await bench(['-i', '-s', '1', '-q']); // COPY and VACUUM go through the pooler too
   }, 60_000);
   afterAll(async () => {
-    await runPgbench(['-i', '-I', 'd'], p.port).catch(() => undefined);
-    await p.close();
+    await p?.close();
+    await dropTestDatabase(pgInfo, DB);
     rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
   it('runs -S with 20 clients for 3 s with zero failed transactions', async () => {
-    const out = await runPgbench(['-S', '-c', '20', '-j', '2', '-T', '3', '-M', 'extended'], p.port);
+    const out = await bench(['-S', '-c', '20', '-j', '2', '-T', '3', '-M', 'extended']);
     expect(failedTransactions(out)).toBe(0);
     expect(processedTransactions(out)).toBeGreaterThan(100);
   }, 30_000);
@@ -39,7 +45,7 @@ describe.skipIf(pgbench === null)('pgbench through the pooler', () => {
         'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;',
         'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;', 'END;'].join('\n'),
     );
-    const out = await runPgbench(['-f', script, '-c', '10', '-j', '2', '-T', '3'], p.port);
+    const out = await bench(['-f', script, '-c', '10', '-j', '2', '-T', '3']);
     expect(failedTransactions(out)).toBe(0);
     expect(processedTransactions(out)).toBeGreaterThan(50);
   }, 30_000);
@@ -50,7 +56,7 @@ describe.skipIf(pgbench === null)('pgbench through the pooler', () => {
     // pooler answers the Parse of a statement it already knows without a backend, so this completes.
     const small = await startPooler({ pool: { poolSize: 10, poolMode: 'transaction' } });
     try {
-      const out = await runPgbench(['-n', '-M', 'prepared', '-c', '40', '-j', '2', '-t', '5'], small.port, 20_000);
+      const out = await runPgbench(['-n', '-M', 'prepared', '-c', '40', '-j', '2', '-t', '5'], small.port, 20_000, DB);
       expect(failedTransactions(out)).toBe(0);
       expect(processedTransactions(out)).toBe(200);
       expect(small.pooler.view().pools.find((r) => !r.virtual)?.connectsTotal).toBeLessThanOrEqual(10);

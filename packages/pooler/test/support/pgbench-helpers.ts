@@ -7,16 +7,17 @@ export const pgbench = findPgbench();
 export { PGBENCH_MISSING };
 
 /**
- * Runs pgbench against the pooler on `port` as the fixture's superuser; resolves with its output.
+ * Runs pgbench against the pooler on `port` as the fixture's superuser, in `database` (one of the
+ * test file's own when it initializes pgbench's tables); resolves with its output.
  * pgbench is killed (and the promise rejects) after `timeoutMs`: a hang fails instead of lingering.
  */
-export function runPgbench(args: string[], port: number, timeoutMs = 60_000): Promise<string> {
+export function runPgbench(args: string[], port: number, timeoutMs = 60_000, database: string = pgInfo.database): Promise<string> {
   const bin = pgbench;
   if (bin === null) return Promise.reject(new Error(PGBENCH_MISSING));
   return new Promise((resolve, reject) => {
     execFile(
       bin,
-      ['-h', '127.0.0.1', '-p', String(port), '-U', pgInfo.user, ...args, pgInfo.database],
+      ['-h', '127.0.0.1', '-p', String(port), '-U', pgInfo.user, ...args, database],
       { env: { ...process.env, PGPASSWORD: pgInfo.password, PGSSLMODE: 'disable' }, timeout: timeoutMs },
       (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stdout}\n${stderr}`)) : resolve(stdout + stderr)),
     );
