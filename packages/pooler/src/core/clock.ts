@@ -44,3 +44,41 @@ export function every(clock: Clock, ms: number, fn: () => void): () => void {
     timer = null;
   };
 }
+
+/**
+ * A clock read once per read cycle (the handling of one socket read, see WriteBatcher.beginCycle),
+ * as PgBouncer reads its time once per loop turn: a transaction's acquire, release, hand-over and
+ * query timing in one read share one reading instead of each calling the system clock. Outside a
+ * cycle (timers, promises) every now() reads `clock`. Timers are `clock`'s.
+ */
+export class CycleClock implements Clock {
+  /** The reading of the cycle under way, or -1 (none yet, or no cycle). */
+  private reading = -1;
+  private depth = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  now(): number {
+    if (this.depth === 0) return this.clock.now();
+    if (this.reading < 0) this.reading = this.clock.now();
+    return this.reading;
+  }
+
+  setTimer(fn: () => void, ms: number): Timer {
+    return this.clock.setTimer(fn, ms);
+  }
+
+  clearTimer(timer: Timer): void {
+    this.clock.clearTimer(timer);
+  }
+
+  /** A read cycle starts (cycles nest: the outermost one's reading is shared). */
+  beginCycle(): void {
+    this.depth++;
+  }
+
+  /** A read cycle ends; after the outermost, the next now() reads the clock again. */
+  endCycle(): void {
+    if (--this.depth === 0) this.reading = -1;
+  }
+}

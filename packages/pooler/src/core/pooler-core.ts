@@ -14,6 +14,7 @@ import { CancelRegistry, forwardCancel } from '../cancel/cancel-registry.js';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { Pool } from '../pool/pool.js';
 import type { CancelKey, Refusal, SessionContext } from '../session/types.js';
+import { CycleClock } from './clock.js';
 import type { Clock } from './clock.js';
 import type { ClientEvent, ClientRow, PoolerEvents, PoolerView, PoolRow, ServerRow } from './view.js';
 import { WriteBatcher } from './write-batcher.js';
@@ -41,7 +42,9 @@ export interface VirtualDatabase {
 const poolKey = (database: string, user: string): string => `${database}\0${user}`;
 
 export class PoolerCore {
-  readonly batcher = new WriteBatcher();
+  /** The pooler's clock, read once per read cycle of the batcher (see CycleClock). */
+  readonly clock: CycleClock;
+  readonly batcher: WriteBatcher;
   readonly events: PoolerEvents = { client: new Set(), transaction: new Set() };
   private readonly clients = new Set<ClientHandle>();
   private readonly cancelKeys = new CancelRegistry<ClientHandle>();
@@ -72,8 +75,10 @@ export class PoolerCore {
 
   constructor(
     private current: ResolvedPoolerConfig,
-    readonly clock: Clock,
+    clock: Clock,
   ) {
+    this.clock = new CycleClock(clock);
+    this.batcher = new WriteBatcher(this.clock);
     this.authQuery = new AuthQuery(
       () => {
         const s = this.current.authQuery;
@@ -81,7 +86,7 @@ export class PoolerCore {
         return s;
       },
       () => (this.lookupPool ??= this.newPool(this.current.authQuery?.database ?? '', this.current.authQuery?.user ?? '', { poolSize: 1, minPoolSize: 0 })),
-      clock,
+      this.clock,
     );
   }
 

@@ -17,6 +17,7 @@
 // read buffer it views is not reused).
 import type { Writable } from 'node:stream';
 import type { SessionStream } from '@quicpool/transport';
+import type { CycleClock } from './clock.js';
 
 /** Flush without waiting for the end of the turn once this much is collected. */
 const FLUSH_AT = 256 * 1024;
@@ -41,6 +42,9 @@ export class WriteBatcher {
   /** A flush since the outermost beginCycle() may have left its bytes referenced by the stream. */
   kept = false;
 
+  /** `clock`, when given, is read once per read cycle (see CycleClock). */
+  constructor(private readonly clock: CycleClock | null = null) {}
+
   /** A writer for `stream` that collects through this batcher. */
   writer(stream: Writable): BatchedWriter {
     return new BatchedWriter(this, stream);
@@ -51,7 +55,10 @@ export class WriteBatcher {
    * `finally`), not at the end of the turn. Cycles nest; the outermost end flushes.
    */
   beginCycle(): void {
-    if (this.depth++ === 0) this.kept = false;
+    if (this.depth++ === 0) {
+      this.kept = false;
+      this.clock?.beginCycle();
+    }
   }
 
   /**
@@ -59,7 +66,10 @@ export class WriteBatcher {
    * beginCycle() left its bytes referenced by a stream.
    */
   endCycle(): boolean {
-    if (--this.depth === 0 && this.dirtyCount > 0) this.flushDirty();
+    if (--this.depth === 0) {
+      if (this.dirtyCount > 0) this.flushDirty();
+      this.clock?.endCycle();
+    }
     return !this.kept;
   }
 
@@ -90,6 +100,9 @@ export class WriteBatcher {
   };
 }
 
+/** A stream as the writer sees it: a Writable, maybe with SessionStream's cheaper write and its holds answer. */
+type ChunkStream = Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes' | 'writeChunk'>>;
+
 export class BatchedWriter {
   private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
@@ -99,18 +112,24 @@ export class BatchedWriter {
   private full = false;
   /** end() was called: what is written later is dropped. */
   private ended = false;
-  /** Whether the stream may still reference what was written to it. */
-  private readonly holds: () => boolean;
-  /** The stream's cheapest write (SessionStream.writeChunk where it has one). */
-  private readonly put: (chunk: Buffer) => boolean;
+  /**
+   * The stream's own methods are called on it, not through closures of ours: a flush touches each
+   * writer once per transaction, cold in cache, and every hop is a dependent load.
+   */
+  private readonly stream: ChunkStream;
+  /** The stream says whether it still references what was written to it (else assume it does). */
+  private readonly tellsHolds: boolean;
+  /** The stream has a cheaper write than write() (SessionStream.writeChunk). */
+  private readonly chunked: boolean;
 
   constructor(
     private readonly batcher: WriteBatcher,
-    private readonly stream: Writable,
+    stream: Writable,
   ) {
-    const session = stream as Writable & Partial<Pick<SessionStream, 'holdsWrittenBytes' | 'writeChunk'>>;
-    this.holds = typeof session.holdsWrittenBytes === 'function' ? () => session.holdsWrittenBytes!() : () => true;
-    this.put = typeof session.writeChunk === 'function' ? (chunk) => session.writeChunk!(chunk) : (chunk) => stream.write(chunk);
+    const s = stream as ChunkStream;
+    this.stream = s;
+    this.tellsHolds = typeof s.holdsWrittenBytes === 'function';
+    this.chunked = typeof s.writeChunk === 'function';
   }
 
   /**
@@ -171,6 +190,16 @@ export class BatchedWriter {
     }
     this.accepted(this.put(chunk));
     if (n === 0 && this.holds()) this.batcher.kept = true;
+  }
+
+  /** Whether the stream may still reference what was written to it. */
+  private holds(): boolean {
+    return !this.tellsHolds || this.stream.holdsWrittenBytes!();
+  }
+
+  /** The stream's cheapest write. */
+  private put(chunk: Buffer): boolean {
+    return this.chunked ? this.stream.writeChunk!(chunk) : this.stream.write(chunk);
   }
 
   /**
