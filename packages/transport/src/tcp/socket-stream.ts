@@ -102,17 +102,31 @@ export function adoptSocket(
   const s = socket as net.Socket & Pick<SessionStream, 'holdsWrittenBytes' | 'replayWindow' | 'writeChunk' | 'readInto'> & { writeBatching: SessionStream['writeBatching'] };
   const plain = kind === 'tcp' || kind === 'unix';
   if (plain) {
-    const direct = new DirectWriter(socket);
-    s.writeChunk = (chunk) => direct.write(chunk);
+    (socket as DirectSocket)[DIRECT] = new DirectWriter(socket);
+    // One function for every socket (not a closure each): a writer calling it on many sockets
+    // sees one target.
+    s.writeChunk = directWriteChunk;
     s.readInto = (target) => readInto(socket, target);
     // A plain socket keeps a write's Buffer only while libuv could not write it at once.
-    s.holdsWrittenBytes = () => direct.holds();
+    s.holdsWrittenBytes = directHolds;
   } else {
     s.holdsWrittenBytes = alwaysHolds;
   }
   s.writeBatching = 'per-read';
   s.replayWindow = noReplayWindow;
   return socket as net.Socket & SessionStream;
+}
+
+/** A plain socket's direct writer (see tcp/direct-write.ts). */
+const DIRECT: unique symbol = Symbol('quicpool.directWriter');
+type DirectSocket = net.Socket & { [DIRECT]: DirectWriter };
+
+function directWriteChunk(this: DirectSocket, chunk: Buffer): boolean {
+  return this[DIRECT].write(chunk);
+}
+
+function directHolds(this: DirectSocket): boolean {
+  return this[DIRECT].holds();
 }
 
 /** TCP and TLS carry no replayable early data. */
