@@ -4,12 +4,11 @@ import type { PgConnectionInfo } from './postgres-server.js';
 import { asSuperuser } from './test-role.js';
 
 /** Creates (or recreates) database `name`; `name` must be unique per test file. */
-export async function createTestDatabase(pg0: PgConnectionInfo, name: string): Promise<string> {
-  await asSuperuser(pg0, async (c) => {
+export function createTestDatabase(pg0: PgConnectionInfo, name: string): Promise<void> {
+  return asSuperuser(pg0, async (c) => {
     await c.query(`drop database if exists ${name} with (force)`);
     await c.query(`create database ${name}`);
   });
-  return name;
 }
 
 /** Drops database `name`, ending any session still in it. */

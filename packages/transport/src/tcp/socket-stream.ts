@@ -88,6 +88,18 @@ export function socketInfo(socket: net.Socket, kind: TransportKind, tls: TlsDeta
   };
 }
 
+/** A plain socket's direct writer (see tcp/direct-write.ts). */
+const DIRECT: unique symbol = Symbol('quicpool.directWriter');
+type DirectSocket = net.Socket & { [DIRECT]: DirectWriter };
+
+function directWriteChunk(this: DirectSocket, chunk: Buffer): boolean {
+  return this[DIRECT].write(chunk);
+}
+
+function directHolds(this: DirectSocket): boolean {
+  return this[DIRECT].holds();
+}
+
 /** Attaches `info` to a connected socket and returns it typed as a SessionStream. */
 export function adoptSocket(
   socket: net.Socket,
@@ -115,18 +127,6 @@ export function adoptSocket(
   s.writeBatching = 'per-read';
   s.replayWindow = noReplayWindow;
   return socket as net.Socket & SessionStream;
-}
-
-/** A plain socket's direct writer (see tcp/direct-write.ts). */
-const DIRECT: unique symbol = Symbol('quicpool.directWriter');
-type DirectSocket = net.Socket & { [DIRECT]: DirectWriter };
-
-function directWriteChunk(this: DirectSocket, chunk: Buffer): boolean {
-  return this[DIRECT].write(chunk);
-}
-
-function directHolds(this: DirectSocket): boolean {
-  return this[DIRECT].holds();
 }
 
 /** TCP and TLS carry no replayable early data. */
