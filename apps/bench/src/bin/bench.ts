@@ -43,6 +43,7 @@ const OPTIONS = {
     path: { type: 'string', default: 'auto' },
     'congestion-control': { type: 'string', default: 'cubic' },
     seed: { type: 'string', default: '1' },
+    pgbouncer: { type: 'boolean', default: false },
   },
 } as const;
 
@@ -81,6 +82,7 @@ function options(values: ReturnType<typeof parseCommandLine<typeof OPTIONS>>['va
     probeSeconds: numberOf('probe-seconds', values['probe-seconds'], 0),
     lossRate: numberOf('loss', values.loss, 0),
     steadyRate: values.steady === undefined ? null : numberOf('steady', values.steady, 1),
+    pgbouncer: values.pgbouncer === true,
     scenarios,
     rounds: Math.round(numberOf('rounds', values.rounds ?? (quick ? '1' : '3'), 1)),
     peak: values.peak === undefined ? null : numberOf('peak', values.peak, 1),

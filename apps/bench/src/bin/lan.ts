@@ -1,14 +1,15 @@
 // `pnpm bench:lan`: pgbench -S direct vs through quicpool (TCP) vs through PgBouncer (when
 // installed), on loopback, in one run.
 //   node dist/bin/lan.js [--json] [--duration 20] [--quick] [--rounds 1] [--warmup 2] [--clients 50]
-//                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer[,nodeForwarder]]
+//                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer[,nodeForwarder,transportForwarder]]
 //                        [--worker-flag --perf-basic-prof]... [--rate TPS]
 // --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
 // quicpool is the real daemon (`quicpool start` with a generated config, TCP only).
 // --baseline <path of another build's apps/pooler/dist/cli.js>: that build's daemon is measured too, in
 // every round right after quicpoolTcp (target quicpoolBaseline): a before/after comparison under the same load.
 // --targets may add nodeForwarder: a Node.js process that pipes each client connection to its own server
-// connection (no pooling, no parsing): a reference for what Node's sockets alone cost per transaction.
+// connection (no pooling, no parsing): a reference for what Node's sockets alone cost per transaction;
+// and transportForwarder: the same through @quicpool/transport's fast paths (readInto, writeChunk), as the pooler uses them.
 // --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported (noisy machines). --profile: a V8 CPU profile of the quicpool daemon into DIR.
 // With --json the last line is one JSON object of the figures. This program is also the forked
 // Node forwarder of its own runs (WORKER_FLAG).
@@ -16,10 +17,11 @@ import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from '../command-line.js';
 import { runLan } from '../lan/run-lan.js';
 import { runNodeForwarder, WORKER_FLAG } from '../lan/node-forwarder.js';
+import type { ForwarderTarget } from '../lan/node-forwarder.js';
 
 const workerAt = process.argv.indexOf(WORKER_FLAG);
 if (workerAt >= 0) {
-  await runNodeForwarder(JSON.parse(process.argv[workerAt + 1] ?? '{}') as { host: string; port: number });
+  await runNodeForwarder(JSON.parse(process.argv[workerAt + 1] ?? '{}') as ForwarderTarget);
 } else {
   const { values } = parseCommandLine('pnpm bench:lan', {
     options: {
@@ -57,7 +59,7 @@ if (workerAt >= 0) {
       rate: values.rate === undefined ? null : positive('rate', values.rate),
       baseline: values.baseline ?? null,
       targets: new Set(values.targets.split(',').map((t) => {
-        if (t !== 'direct' && t !== 'quicpoolTcp' && t !== 'pgbouncer' && t !== 'nodeForwarder') throw new Error(`--targets: unknown target ${t}`);
+        if (t !== 'direct' && t !== 'quicpoolTcp' && t !== 'pgbouncer' && t !== 'nodeForwarder' && t !== 'transportForwarder') throw new Error(`--targets: unknown target ${t}`);
         return t;
       })),
       script: fileURLToPath(import.meta.url),

@@ -8,7 +8,7 @@ import { startPostgres } from '@quicpool/pg-fixture';
 import { describeMachine, machineLine } from '../report/machine.js';
 import { findPgbench, p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
 import type { PgbenchTarget } from './pgbench.js';
-import { findPgbouncer, startPgbouncer } from './pgbouncer.js';
+import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
 import { processCpuMicros, processSyscalls } from './proc-cpu.js';
 import { startDaemon } from '../stack/daemon.js';
 import { startNodeForwarder } from './node-forwarder.js';
@@ -36,7 +36,7 @@ export interface LanOptions {
   readonly script: string;
 }
 
-export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer' | 'quicpoolBaseline' | 'nodeForwarder';
+export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer' | 'quicpoolBaseline' | 'nodeForwarder' | 'transportForwarder';
 
 export interface TargetRow {
   readonly target: TargetName;
@@ -86,7 +86,7 @@ export async function runLan(o: LanOptions): Promise<void> {
       const before = load1();
       const cpu0 = pid === null ? null : processCpuMicros(pid);
       // /proc/<pid>/io counts read()/write() only: Node's; PgBouncer's recv()/send() would show 0.
-      const countIo = (target === 'quicpoolTcp' || target === 'quicpoolBaseline' || target === 'nodeForwarder') && pid !== null;
+      const countIo = target !== 'direct' && target !== 'pgbouncer' && pid !== null;
       const io0 = countIo ? processSyscalls(pid) : null;
       const started = process.hrtime.bigint();
       const out = await runPgbench(pgbench, t, [...base, '-T', String(o.durationS), '-l', `--log-prefix=${join(logDir, prefix)}`], (o.durationS + 60) * 1000);
@@ -128,7 +128,8 @@ export async function runLan(o: LanOptions): Promise<void> {
     const qp = await daemon(undefined, flags);
     log(`quicpool daemon pid ${qp.pid}`);
     const baselineWorker = o.baseline === null ? null : await daemon(o.baseline, o.workerFlags);
-    const forwarder = o.targets.has('nodeForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port }) : null;
+    const forwarder = o.targets.has('nodeForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'net' }) : null;
+    const fastForwarder = o.targets.has('transportForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'transport' }) : null;
     try {
       const pb = pgbouncerBin === null || !o.targets.has('pgbouncer') ? null : await startPgbouncer(pgbouncerBin, pooled);
       pgbouncerVersion = pb?.version ?? null;
@@ -143,6 +144,7 @@ export async function runLan(o: LanOptions): Promise<void> {
           if (baselineWorker !== null && !baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
           if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
           if (forwarder !== null) await measure('nodeForwarder', forwarder.port, forwarder.pid);
+          if (fastForwarder !== null) await measure('transportForwarder', fastForwarder.port, fastForwarder.pid);
         }
       } finally {
         await pb?.stop();
@@ -151,6 +153,7 @@ export async function runLan(o: LanOptions): Promise<void> {
       await qp.stop();
       await baselineWorker?.stop();
       await forwarder?.stop();
+      await fastForwarder?.stop();
     }
   } finally {
     rmSync(logDir, { recursive: true, force: true });
@@ -212,14 +215,21 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     lines.push(`quicpoolTcp / quicpoolBaseline CPU per transaction by round: ${abRatios.map((x) => f(x, 2)).join(', ')} (median ${f(median(abRatios), 2)}); user time only: ${abUser.map((x) => f(x, 2)).join(', ')} (median ${f(median(abUser), 2)})`);
   }
   const fwd = med('nodeForwarder', (r) => r.cpuUsPerTx);
-  if (fwd !== null) {
+  const fastFwd = med('transportForwarder', (r) => r.cpuUsPerTx);
+  const references: readonly [TargetName, number | null, string][] = [
+    ['nodeForwarder', fwd, 'bytes piped 1:1 by net.Socket'],
+    ['transportForwarder', fastFwd, "bytes piped 1:1 through the transport's readInto and writeChunk"],
+  ];
+  for (const [t, us, how] of references) {
+    if (us === null) continue;
     const q = med('quicpoolTcp', (r) => r.cpuUsPerTx);
-    lines.push(`nodeForwarder (reference: no pooling, bytes piped 1:1 by net.Socket): ${f(med('nodeForwarder', (r) => r.tps), 0)} tps, ${f(fwd, 1)} µs/tx; quicpool's CPU per transaction is ${q === null ? '-' : f(q / fwd, 2)}x that of a Node.js process that only moves the bytes`);
+    const forPgbouncer = cpuP === null ? '' : `, ${f(us / cpuP, 2)}x PgBouncer's`;
+    lines.push(`${t} (reference: no pooling, ${how}): ${f(med(t, (r) => r.tps), 0)} tps, ${f(us, 1)} µs/tx (user ${f(med(t, (r) => r.userUsPerTx), 1)})${forPgbouncer}; quicpool's CPU per transaction is ${q === null ? '-' : f(q / us, 2)}x that of this Node.js process that only moves the bytes`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   if (o.json) {
     const pick = (get: (r: TargetRow) => number | null) => ({
-      direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get), nodeForwarder: med('nodeForwarder', get),
+      direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get), nodeForwarder: med('nodeForwarder', get), transportForwarder: med('transportForwarder', get),
     });
     const summary = {
       bench: 'lan',
@@ -228,7 +238,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
       latencyMeanMs: pick((r) => r.latencyMeanMs),
       latencyP99Ms: pick((r) => r.latencyP99Ms),
       failed: pick((r) => r.failed),
-      cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx), nodeForwarder: fwd },
+      cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx), nodeForwarder: fwd, transportForwarder: fastFwd },
       cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
       quicpoolVsPgbouncerTps: ratio,
       baseline: o.baseline === null ? null : { module: o.baseline, tps: med('quicpoolBaseline', (r) => r.tps), cpuUsPerTx: med('quicpoolBaseline', (r) => r.cpuUsPerTx) },

@@ -15,6 +15,7 @@ import { packetPathUnavailableReason } from '../netpath/netpath.js';
 import { findChromium } from '../report/chromium.js';
 import { SIX_PANELS } from '../report/html.js';
 import { CSV_COLUMNS, parseCsv } from '../telemetry/csv.js';
+import { findPgbouncer } from '../stack/pgbouncer.js';
 import { buildBenchScript } from '../../test/build-bench.js';
 import { SCENARIO_NAMES } from './plans.js';
 import type { BenchOptions, BenchOutcome } from './run-bench.js';
@@ -35,6 +36,7 @@ const options = (o: Partial<BenchOptions>): BenchOptions => ({
   probeSeconds: 1,
   lossRate: 0.01,
   steadyRate: null,
+  pgbouncer: false,
   scenarios: SCENARIO_NAMES,
   rounds: 1,
   peak: null,
@@ -165,6 +167,28 @@ describe.runIf(unavailable === null)('every scenario over the packet-level path'
     expect(hostTuns()).not.toMatch(new RegExp(`qph${process.pid}-`));
     expect(leftoverProcesses(built.script)).toEqual([]);
   });
+});
+
+describe('PgBouncer as the reference of the original scenario (--pgbouncer)', () => {
+  it('runs the TCP + TLS clients through PgBouncer over the same path, its CPU in the pooler columns', async () => {
+    const options = { scenarios: ['original'] as const, peak: 100, png: false, pgbouncer: true };
+    if (findPgbouncer() === null) {
+      // Not installed: refused before anything runs.
+      await expect(bench(options)).rejects.toThrow('PgBouncer is not installed');
+      return;
+    }
+    const outcome = await bench(options);
+    const original = ran(outcome.results, 'original');
+    expect(original.rounds[0]?.map((run) => run.variant)).toEqual(['tcp', 'quic', 'pgbouncer']);
+    const run = original.rounds[0]?.[2];
+    expect(run?.result.failed).toBe(0);
+    expect(run?.result.processed).toBe(run?.result.offered);
+    expect(run?.path.rttMs).toBeGreaterThanOrEqual(2 * DELAY_MS);
+    const csv = parseCsv(await readFile(outcome.report.csvFiles.find((f) => f.includes('original-pgbouncer')) ?? 'missing', 'utf8'));
+    expect(csv.rows.length).toBeGreaterThanOrEqual(1);
+    expect(csv.rows.every((row) => row['pooler_cpu_milliseconds'] !== null)).toBe(true);
+    expect(leftoverProcesses(built.script)).toEqual([]);
+  }, 180_000);
 });
 
 describe('the relay when the packet path is not used', () => {

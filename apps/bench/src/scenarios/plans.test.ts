@@ -3,7 +3,7 @@ import type { BenchSettings } from './plans.js';
 import { planFor, scaleFromCapacity, seedScale, sessionShape } from './plans.js';
 import { roundStat, unstable } from './run-scenario.js';
 
-const settings: BenchSettings = { quick: false, originalExact: false, seedScale: false, delayMs: 15, rampSeconds: 15, probeSeconds: 2, lossRate: 0.01, steadyRate: null };
+const settings: BenchSettings = { quick: false, originalExact: false, seedScale: false, delayMs: 15, rampSeconds: 15, probeSeconds: 2, lossRate: 0.01, steadyRate: null, pgbouncer: false };
 
 describe('load scaled to the machine', () => {
   it('peaks at 70% of the lower capacity and puts TCP\'s wall at half of it', () => {
@@ -26,6 +26,16 @@ describe('load scaled to the machine', () => {
     const exact = planFor('original', { ...settings, seedScale: true, originalExact: true }, seedScale);
     expect(exact.load).toMatchObject({ ramp: { startRate: 0, endRate: 10_000 }, tickMs: 500 });
     expect(exact.roundTripsPerQuery).toBe(2);
+  });
+
+  it('runs the original TCP clients through PgBouncer too with --pgbouncer, and nothing else changes', () => {
+    const scale = scaleFromCapacity(3_000, 4_000);
+    const plain = planFor('original', settings, scale);
+    const withPgbouncer = planFor('original', { ...settings, pgbouncer: true }, scale);
+    expect(plain.variants.map((v) => v.route)).toEqual(['pooler', 'pooler']);
+    expect(withPgbouncer.variants.slice(0, 2)).toEqual(plain.variants);
+    expect(withPgbouncer.variants[2]).toMatchObject({ name: 'pgbouncer', route: 'pgbouncer', client: plain.variants[0]?.client });
+    for (const name of ['sockets', 'fair', 'loss'] as const) expect(planFor(name, { ...settings, pgbouncer: true }, scale).variants).toEqual(planFor(name, settings, scale).variants);
   });
 
   it('gives sockets equal socket counts and fair/loss equal sessions with headroom', () => {

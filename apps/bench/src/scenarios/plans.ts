@@ -24,6 +24,8 @@ export interface BenchSettings {
   readonly lossRate: number;
   /** A constant offered rate (q/s) for the WAN scenarios instead of a ramp; null: ramp. */
   readonly steadyRate: number | null;
+  /** The original scenario also runs its TCP + TLS clients through PgBouncer (a reference). */
+  readonly pgbouncer: boolean;
 }
 
 /** The load every WAN scenario is scaled to. */
@@ -82,6 +84,8 @@ function scalingText(s: BenchSettings, scale: Scale, tcp: number, trips: number)
 }
 
 const tcpVariant = (sessions: number, prepare: boolean): VariantPlan => ({ name: 'tcp', label: `TCP + TLS, ${sessions} sessions`, client: { kind: 'pg', sessions, tls: true, prepare }, route: 'pooler' });
+/** The TCP variant's clients through PgBouncer instead of quicpool: what the C pooler costs per query on the same path. */
+const pgbouncerVariant = (sessions: number, prepare: boolean): VariantPlan => ({ name: 'pgbouncer', label: `PgBouncer, TCP + TLS, ${sessions} sessions`, client: { kind: 'pg', sessions, tls: true, prepare }, route: 'pgbouncer' });
 const quicVariant = (connections: number, streams: number, prepare: boolean): VariantPlan => ({
   name: 'quic',
   label: `QUIC, ${connections} connections x ${streams} streams`,
@@ -106,7 +110,7 @@ function wanPlan(name: 'original' | 'sockets' | 'fair' | 'loss', s: BenchSetting
         ...common,
         title: `Original: TCP ${shape.tcp} sessions + TLS vs QUIC ${shape.connections} x ${shape.streams} streams`,
         description: `The article's set-up at this machine's scale: TCP sessions : QUIC streams = 1 : 4 as 500 : 50 x 40, TLS on TCP, SCRAM per session, ${rtt}, ramp ${ramp.startRate} -> ${ramp.endRate} q/s over ${ramp.durationMs / 1000} s${exact ? ' in 500 ms steps, every query prepared then executed (two round trips, --original-exact)' : ', one simple query per round trip'}. ${scalingText(s, scale, shape.tcp, trips)}`,
-        variants: [tcpVariant(shape.tcp, exact), quicVariant(shape.connections, shape.streams, exact)],
+        variants: [tcpVariant(shape.tcp, exact), quicVariant(shape.connections, shape.streams, exact), ...(s.pgbouncer ? [pgbouncerVariant(shape.tcp, exact)] : [])],
       };
     case 'sockets':
       return {

@@ -12,6 +12,7 @@ import { describeMachine } from '../report/machine.js';
 import type { WrittenReport } from '../report/write.js';
 import { writeReport } from '../report/write.js';
 import type { PgTarget } from '../stack/postgres.js';
+import { findPgbouncer } from '../stack/pgbouncer.js';
 import { postmasterPid } from '../stack/postgres.js';
 import type { PathMode } from '../stack/wan-path.js';
 import type { BenchSettings, Scale } from './plans.js';
@@ -93,6 +94,8 @@ export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutco
   if (mode === 'packet' && unavailable !== null) throw new Error(`--path packet: ${unavailable}`);
   const fallback = mode === 'relay' ? (unavailable ?? 'asked for with --path relay') : null;
   if (fallback !== null) io.log(`WAN: the user-space relay, not the packet path: ${fallback}`);
+  const pgbouncer = o.pgbouncer ? findPgbouncer() : null;
+  if (o.pgbouncer && pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (Debian: apt-get install pgbouncer)');
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-'));
   try {
     const ctx: BenchContext = {
@@ -102,6 +105,7 @@ export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutco
       script: io.script,
       wanScript: io.wanScript,
       stateDir: join(stateDir, 'daemon'),
+      pgbouncer,
       congestionControl: o.congestionControl,
       seed: o.seed,
       log: io.log,

@@ -1,13 +1,14 @@
 // One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon
-// behind it, the client process on the far side; each of the client's rows gets the other
+// (or PgBouncer, for the 'pgbouncer' route) behind it, the client process on the far side; each of the client's rows gets the other
 // processes' CPU of the same second (read here, from /proc); the path's RTT and drops are read
 // once the load is over. Everything started is stopped, whatever fails.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
-import { quicPortOf, startDaemon } from '../stack/daemon.js';
-import type { RunningDaemon } from '../stack/daemon.js';
+import { startDaemon } from '../stack/daemon.js';
+import { startPgbouncer } from '../stack/pgbouncer.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { NO_PATH, openPath } from '../stack/wan-path.js';
@@ -33,12 +34,29 @@ export interface BenchContext {
   readonly wanScript: string;
   /** The daemon's state folder (certificate, ticket key), shared by every run. */
   readonly stateDir: string;
+  /** The pgbouncer binary, for variants of the 'pgbouncer' route (null: not installed). */
+  readonly pgbouncer: string | null;
   readonly congestionControl: CongestionControl;
   /** Seed of the path's random loss: the same for every variant. */
   readonly seed: number;
   readonly log: (line: string) => void;
   /** Every row as it arrives (progress). */
   readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
+}
+
+/** The pooler process a variant's clients reach: the quicpool daemon or PgBouncer. */
+interface PoolerProcess {
+  readonly pid: number;
+  readonly tcpPort: number;
+  /** null: no QUIC listener (PgBouncer). */
+  readonly quicPort: number | null;
+  /** The CA of its TLS certificate (server name `localhost`). */
+  readonly caPem: string;
+}
+
+function quicPortOf(p: PoolerProcess): number {
+  if (p.quicPort === null) throw new Error('this pooler has no QUIC listener');
+  return p.quicPort;
 }
 
 const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
@@ -79,7 +97,7 @@ function loadLimitMs(plan: ScenarioPlan): number {
   return seconds * 1000 + l.timeoutMs + 240_000;
 }
 
-async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, daemon: RunningDaemon | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
+async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, daemon: PoolerProcess | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
   const pg = ctx.pg;
   const transport = transportOf(variant.client);
   const endpoint = daemon === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? daemon.tcpPort : quicPortOf(daemon));
@@ -137,21 +155,13 @@ export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant:
   const wan = plan.wan;
   const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.wanScript);
   try {
-    let daemon: RunningDaemon | null = null;
+    let pooler: (PoolerProcess & { stop(): Promise<void> }) | null = null;
     let run: Awaited<ReturnType<typeof runClient>>;
     try {
-      if (variant.route === 'pooler') {
-        daemon = await startDaemon({
-          listenHost: path.serverHost,
-          upstream: { host: ctx.pg.host, port: ctx.pg.port },
-          users: { [ctx.pg.user]: { password: ctx.pg.password } },
-          poolSize: POOL_SIZE,
-          stateDir: ctx.stateDir,
-        });
-      }
-      run = await runClient(ctx, plan, variant, round, path, daemon);
+      pooler = await startPooler(ctx, variant, path.serverHost);
+      run = await runClient(ctx, plan, variant, round, path, pooler);
     } finally {
-      await daemon?.stop();
+      await pooler?.stop();
     }
     // Measured after the load, on the same path: what the queries crossed, undisturbed by them.
     const facts = await path.facts();
@@ -170,5 +180,49 @@ export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant:
     };
   } finally {
     await path.close();
+  }
+}
+
+/** The route's pooler, listening where only the path reaches it; null for the 'postgres' route. */
+async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: string): Promise<(PoolerProcess & { stop(): Promise<void> }) | null> {
+  switch (variant.route) {
+    case 'postgres':
+      return null;
+    case 'pooler':
+      return startDaemon({
+        listenHost,
+        upstream: { host: ctx.pg.host, port: ctx.pg.port },
+        users: { [ctx.pg.user]: { password: ctx.pg.password } },
+        poolSize: POOL_SIZE,
+        stateDir: ctx.stateDir,
+      });
+    case 'pgbouncer': {
+      if (ctx.pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (apt-get install pgbouncer)');
+      // The daemon's development certificate (the quicpool variants before it created it), so
+      // the clients verify both poolers against the same CA.
+      const certs = join(ctx.stateDir, 'certs');
+      const read = (file: string): string => {
+        try {
+          return readFileSync(join(certs, file), 'utf8');
+        } catch {
+          throw new Error(`the pgbouncer variant needs the daemon's certificate in ${certs} (a quicpool variant runs before it)`);
+        }
+      };
+      const caPem = read('ca.pem');
+      const pb = await startPgbouncer(ctx.pgbouncer, {
+        serverHost: ctx.pg.host,
+        serverPort: ctx.pg.port,
+        user: ctx.pg.user,
+        password: ctx.pg.password,
+        poolSize: POOL_SIZE,
+        listenHost,
+        clientTls: { certPem: read('server.pem'), keyPem: read('server.key') },
+      });
+      return { pid: pb.pid, tcpPort: pb.port, quicPort: null, caPem, stop: () => pb.stop() };
+    }
+    default: {
+      const never: never = variant.route;
+      throw new Error(`unknown route ${String(never)}`);
+    }
   }
 }

@@ -33,8 +33,11 @@ export interface VariantPlan {
   /** For people: "TCP, 22 sessions, TLS". */
   readonly label: string;
   readonly client: ClientSpec;
-  /** Through the quicpool daemon over the WAN path, or straight to Postgres (no path). */
-  readonly route: 'pooler' | 'postgres';
+  /**
+   * Through the quicpool daemon over the WAN path, through PgBouncer over the same path (a
+   * reference: `--pgbouncer`), or straight to Postgres (no path).
+   */
+  readonly route: 'pooler' | 'pgbouncer' | 'postgres';
 }
 
 export interface ScenarioPlan {

@@ -1,7 +1,9 @@
-// PgBouncer as the peer to compare with: transaction pooling, the same pool size, in a temp folder
-// owned by the user Postgres runs as (PgBouncer refuses to run as root, so as root it is started
-// through `runuser`; its own pid is read from its pidfile, so its CPU is measured alone). It is
-// ready when it logs "process up" on its stderr.
+// PgBouncer as the peer to compare with (bench:lan, and `pnpm bench --pgbouncer`): transaction
+// pooling, the same pool size, in a temp folder owned by the user Postgres runs as (PgBouncer
+// refuses to run as root, so as root it is started through `runuser`; its own pid is read from its
+// pidfile, so its CPU is measured alone). It is ready when it logs "process up" on its stderr. With
+// `clientTls` it requires TLS of its clients (client_tls_sslmode = require) with that certificate,
+// as the quicpool daemon does over TCP in the WAN scenarios.
 import { spawnSync } from 'node:child_process';
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,12 @@ export interface PgbouncerOptions {
   readonly user: string;
   readonly password: string;
   readonly poolSize: number;
+  /** Where it listens (default 127.0.0.1). */
+  readonly listenHost?: string;
+  /** Its clients must use TLS, with this certificate and key (PEM). Default: no TLS. */
+  readonly clientTls?: { readonly certPem: string; readonly keyPem: string };
+  /** max_client_conn (default 2,000). */
+  readonly maxClients?: number;
 }
 
 export interface RunningPgbouncer {
@@ -36,16 +44,25 @@ export function findPgbouncer(): string | null {
 export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<RunningPgbouncer> {
   const runAs = resolveRunAs(); // null unless we are root
   const dir = mkdtempSync(join(tmpdir(), 'quicpool-pgbouncer-'));
-  const port = await freePort('127.0.0.1');
+  const host = o.listenHost ?? '127.0.0.1';
+  const port = await freePort(host);
   const q = (s: string) => `"${s.replace(/"/g, '""')}"`;
   writeFileSync(join(dir, 'userlist.txt'), `${q(o.user)} ${q(o.password)}\n`);
+  const files = ['', 'userlist.txt', 'pgbouncer.ini'];
+  const tls: string[] = [];
+  if (o.clientTls !== undefined) {
+    writeFileSync(join(dir, 'server.pem'), o.clientTls.certPem);
+    writeFileSync(join(dir, 'server.key'), o.clientTls.keyPem, { mode: 0o600 });
+    files.push('server.pem', 'server.key');
+    tls.push('client_tls_sslmode = require', `client_tls_cert_file = ${join(dir, 'server.pem')}`, `client_tls_key_file = ${join(dir, 'server.key')}`);
+  }
   writeFileSync(
     join(dir, 'pgbouncer.ini'),
     [
       '[databases]',
       `* = host=${o.serverHost} port=${o.serverPort}`,
       '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
+      `listen_addr = ${host}`,
       `listen_port = ${port}`,
       'unix_socket_dir =',
       'auth_type = scram-sha-256',
@@ -54,14 +71,15 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<
       `default_pool_size = ${o.poolSize}`,
       'min_pool_size = 0',
       'reserve_pool_size = 0',
-      'max_client_conn = 2000',
+      `max_client_conn = ${o.maxClients ?? 2000}`,
       'server_tls_sslmode = disable',
+      ...tls,
       'ignore_startup_parameters = extra_float_digits',
       `pidfile = ${join(dir, 'pgbouncer.pid')}`,
       '',
     ].join('\n'),
   );
-  if (runAs !== null) for (const f of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), runAs.uid, runAs.gid);
+  if (runAs !== null) for (const f of files) chownSync(join(dir, f), runAs.uid, runAs.gid);
   const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0]?.trim() ?? 'pgbouncer';
   const ini = join(dir, 'pgbouncer.ini');
   const pidFile = join(dir, 'pgbouncer.pid');
