@@ -21,6 +21,7 @@ import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import type { LogFormat } from './logger.js';
 import { createMetrics, serveMetrics } from './metrics.js';
+import { SECOND_SIGNAL_AFTER_MS, stopSignals } from './stop-signals.js';
 import { checkUpstream, describeUpstream } from './upstream-check.js';
 
 /**
@@ -57,9 +58,6 @@ function logClientEvent(log: Logger, e: ClientEvent): void {
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError';
 }
-
-/** A stop signal this long after the first one stops at once; earlier ones are duplicates. */
-const SECOND_SIGNAL_AFTER_MS = 300;
 
 interface Stoppable {
   stop(): Promise<void>;
@@ -246,19 +244,23 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     throw e;
   }
 
-  // Ctrl-C under a script runner (pnpm, npm) reaches us twice within milliseconds: once from the
-  // terminal (the whole foreground process group) and once forwarded by the runner. Only a signal
-  // well after the first one means "stop at once".
-  let firstSignalAt: number | null = null;
+  // The first stop signal drains; a repeat within SECOND_SIGNAL_AFTER_MS is the same Ctrl-C
+  // forwarded by a script runner; a later one stops at once (stop-signals.ts).
+  const decide = stopSignals();
   const onStop = (signal: NodeJS.Signals): void => {
-    const now = Date.now();
-    if (firstSignalAt === null) {
-      firstSignalAt = now;
-      void shutdown(signal, false);
-    } else if (now - firstSignalAt >= SECOND_SIGNAL_AFTER_MS) {
-      void shutdown(signal, true);
-    } else {
-      log.info({ signal }, `repeated stop signal within ${SECOND_SIGNAL_AFTER_MS} ms ignored (the same Ctrl-C forwarded)`);
+    const decision = decide(performance.now());
+    switch (decision) {
+      case 'drain':
+        return void shutdown(signal, false);
+      case 'stopNow':
+        return void shutdown(signal, true);
+      case 'ignore':
+        log.info({ signal }, `repeated stop signal within ${SECOND_SIGNAL_AFTER_MS} ms ignored (the same Ctrl-C forwarded)`);
+        return;
+      default: {
+        const never: never = decision;
+        throw new Error(`unknown stop decision ${String(never)}`);
+      }
     }
   };
   process.on('SIGTERM', onStop);

@@ -59,6 +59,8 @@ describe('signals', () => {
     }
   });
 
+  // Which repeat is "the same Ctrl-C" (inside 300 ms of the first) is decided with given times in
+  // stop-signals.test.ts; here, with the real clock, only what follows from it without timing.
   it('a second signal stops at once with exit code 3', async () => {
     const { daemon, connect } = await start();
     try {
@@ -66,19 +68,21 @@ describe('signals', () => {
       await c.query('BEGIN');
       daemon.child.kill('SIGINT');
       await daemon.waitFor(/draining client sessions/);
-      daemon.child.kill('SIGINT'); // a duplicate right away (a script runner forwarding Ctrl-C) is ignored
-      await daemon.waitFor(/repeated stop signal within 300 ms ignored/);
       expect(alive(daemon)).toBe(true);
       expect((await c.query('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]); // still draining, still serving
-      // A later signal stops at once; one still inside the window is ignored again (each answer
-      // is an event: the exit, or one more "ignored" line).
+      // A later signal stops at once; one still inside the window is ignored (each answer is an
+      // event: the exit, or one more "ignored" line).
+      // Bounded in count and in time (a safety bound, not an assertion): on a fast machine many
+      // rounds fit inside the window.
       let code: number | null | undefined;
-      for (let i = 0; i < 100 && code === undefined; i++) {
-        const ignoredSoFar = (daemon.output().match(/repeated stop signal within 300 ms ignored/g) ?? []).length;
+      const giveUpAt = Date.now() + 20_000;
+      for (let i = 0; i < 10_000 && code === undefined && Date.now() < giveUpAt; i++) {
+        // An "ignored" line after what was printed so far (a linear pattern: skip that many characters).
+        const printed = daemon.output().length;
         daemon.child.kill('SIGINT');
         code = await Promise.race([
           daemon.stop('SIGCONT'),
-          daemon.waitFor(new RegExp(`(?:repeated stop signal within 300 ms ignored[\\s\\S]*?){${ignoredSoFar + 1}}`)).then(() => undefined),
+          daemon.waitFor(new RegExp(`^[\\s\\S]{${printed}}[\\s\\S]*?repeated stop signal within 300 ms ignored`)).then(() => undefined),
         ]);
       }
       expect(code).toBe(3);
