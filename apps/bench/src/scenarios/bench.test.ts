@@ -5,7 +5,7 @@
 // the path's one invariant (the measured RTT is never below the configured one); never timings.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -49,8 +49,12 @@ const options = (o: Partial<BenchOptions>): BenchOptions => ({
   ...o,
 });
 
+/** Every run's report folder, removed once the file's tests are done. */
+const outDirs: string[] = [];
+
 async function bench(o: Partial<BenchOptions>): Promise<BenchOutcome> {
   const out = await mkdtemp(join(tmpdir(), 'bench-test-'));
+  outDirs.push(out);
   const target = { host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database };
   return runBench(options({ ...o, out }), { pg: target, script: built.script, wanScript: built.wanScript, log: () => undefined });
 }
@@ -80,7 +84,10 @@ const ran = (results: readonly ScenarioResult[], name: string): Extract<Scenario
 beforeAll(() => {
   built = buildBenchScript();
 });
-afterAll(() => built?.remove());
+afterAll(async () => {
+  built?.remove();
+  await Promise.all(outDirs.map((d) => rm(d, { recursive: true, force: true })));
+});
 
 describe.runIf(unavailable === null)('every scenario over the packet-level path', () => {
   let outcome: BenchOutcome;
