@@ -1,13 +1,13 @@
-// One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon
-// (or PgBouncer, for the 'pgbouncer' route) behind it, the client process on the far side; each of the client's rows gets the other
-// processes' CPU of the same second (read here, from /proc); the path's RTT and drops are read
-// once the load is over. Everything started is stopped, whatever fails.
+// One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon (or
+// PgBouncer, for the 'pgbouncer' route) behind it, the client process on the far side; each of the
+// client's rows gets the other processes' CPU of the same second (read here, from /proc); the
+// path's RTT and drops are read once the load is over. Everything started is stopped, whatever fails.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
-import { startDaemon } from '../stack/daemon.js';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import { startPgbouncer } from '../stack/pgbouncer.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
@@ -54,11 +54,6 @@ interface PoolerProcess {
   readonly caPem: string;
 }
 
-function quicPortOf(p: PoolerProcess): number {
-  if (p.quicPort === null) throw new Error('this pooler has no QUIC listener');
-  return p.quicPort;
-}
-
 const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
 
 function fdsOf(pid: number): number | null {
@@ -97,15 +92,15 @@ function loadLimitMs(plan: ScenarioPlan): number {
   return seconds * 1000 + l.timeoutMs + 240_000;
 }
 
-async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, daemon: PoolerProcess | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
+async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, pooler: PoolerProcess | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
   const pg = ctx.pg;
   const transport = transportOf(variant.client);
-  const endpoint = daemon === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? daemon.tcpPort : quicPortOf(daemon));
+  const endpoint = pooler === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? pooler.tcpPort : quicPortOf(pooler));
   const config: ChildConfig = {
     variant: variant.name,
     client: variant.client,
     load: plan.load,
-    target: { ...endpoint, caPem: daemon?.caPem ?? null, serverName: 'localhost', user: pg.user, password: pg.password, database: pg.database, congestionControl: ctx.congestionControl },
+    target: { ...endpoint, caPem: pooler?.caPem ?? null, serverName: 'localhost', user: pg.user, password: pg.password, database: pg.database, congestionControl: ctx.congestionControl },
   };
   const { command, args } = path.clientCommand([ctx.script, WORKER_FLAG, 'variant', JSON.stringify(config)]);
   const rows: PhasedRow[] = [];
@@ -121,7 +116,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
       const m = jsonLine(line);
       if (m === null || !('ready' in m)) return null;
       // Here, not after the await: the next lines may be handled before the await returns.
-      cpu = new ProcessCpu({ forwarder: path.forwarderPid(), pooler: daemon?.pid ?? null, postgres: ctx.postgresPid });
+      cpu = new ProcessCpu({ forwarder: path.forwarderPid(), pooler: pooler?.pid ?? null, postgres: ctx.postgresPid });
       return 1;
     },
     onLine: (line) => {
@@ -137,7 +132,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
     },
   });
   try {
-    const poolerFds = daemon === null ? null : fdsOf(daemon.pid);
+    const poolerFds = pooler === null ? null : fdsOf(pooler.pid);
     const limit = loadLimitMs(plan);
     let timer: NodeJS.Timeout | undefined;
     const code = await Promise.race([child.exited, new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), limit)))]);

@@ -145,7 +145,7 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
 }
 
 /** The daemon's QUIC port, for callers that started it with QUIC on (the default). */
-export function quicPortOf(d: RunningDaemon): number {
-  if (d.quicPort === null) throw new Error('the daemon was started without its QUIC listener');
+export function quicPortOf(d: { readonly quicPort: number | null }): number {
+  if (d.quicPort === null) throw new Error('this pooler has no QUIC listener (a daemon started without it, or PgBouncer)');
   return d.quicPort;
 }

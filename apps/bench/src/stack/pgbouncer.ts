@@ -21,8 +21,6 @@ export interface PgbouncerOptions {
   readonly listenHost?: string;
   /** Its clients must use TLS, with this certificate and key (PEM). Default: no TLS. */
   readonly clientTls?: { readonly certPem: string; readonly keyPem: string };
-  /** max_client_conn (default 2,000). */
-  readonly maxClients?: number;
 }
 
 export interface RunningPgbouncer {
@@ -71,7 +69,7 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<
       `default_pool_size = ${o.poolSize}`,
       'min_pool_size = 0',
       'reserve_pool_size = 0',
-      `max_client_conn = ${o.maxClients ?? 2000}`,
+      'max_client_conn = 2000',
       'server_tls_sslmode = disable',
       ...tls,
       'ignore_startup_parameters = extra_float_digits',
