@@ -15,7 +15,7 @@
 // Node forwarder of its own runs (WORKER_FLAG).
 import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from '../command-line.js';
-import { runLan } from '../lan/run-lan.js';
+import { runLan, SELECTABLE_TARGETS } from '../lan/run-lan.js';
 import { runNodeForwarder, WORKER_FLAG } from '../lan/node-forwarder.js';
 import type { ForwarderTarget } from '../lan/node-forwarder.js';
 
@@ -59,8 +59,9 @@ if (workerAt >= 0) {
       rate: values.rate === undefined ? null : positive('rate', values.rate),
       baseline: values.baseline ?? null,
       targets: new Set(values.targets.split(',').map((t) => {
-        if (t !== 'direct' && t !== 'quicpoolTcp' && t !== 'pgbouncer' && t !== 'nodeForwarder' && t !== 'transportForwarder') throw new Error(`--targets: unknown target ${t}`);
-        return t;
+        const known = SELECTABLE_TARGETS.find((name) => name === t);
+        if (known === undefined) throw new Error(`--targets: unknown target ${t}`);
+        return known;
       })),
       script: fileURLToPath(import.meta.url),
     });

@@ -36,7 +36,10 @@ export interface LanOptions {
   readonly script: string;
 }
 
-export type TargetName = 'direct' | 'quicpoolTcp' | 'pgbouncer' | 'quicpoolBaseline' | 'nodeForwarder' | 'transportForwarder';
+/** What `--targets` may name. */
+export const SELECTABLE_TARGETS = ['direct', 'quicpoolTcp', 'pgbouncer', 'nodeForwarder', 'transportForwarder'] as const;
+/** The selectable targets, and the `--baseline` build's daemon. */
+export type TargetName = (typeof SELECTABLE_TARGETS)[number] | 'quicpoolBaseline';
 
 export interface TargetRow {
   readonly target: TargetName;

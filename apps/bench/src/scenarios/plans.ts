@@ -85,7 +85,7 @@ function scalingText(s: BenchSettings, scale: Scale, tcp: number, trips: number)
 
 const tcpVariant = (sessions: number, prepare: boolean): VariantPlan => ({ name: 'tcp', label: `TCP + TLS, ${sessions} sessions`, client: { kind: 'pg', sessions, tls: true, prepare }, route: 'pooler' });
 /** The TCP variant's clients through PgBouncer instead of quicpool: what the C pooler costs per query on the same path. */
-const pgbouncerVariant = (sessions: number, prepare: boolean): VariantPlan => ({ name: 'pgbouncer', label: `PgBouncer, TCP + TLS, ${sessions} sessions`, client: { kind: 'pg', sessions, tls: true, prepare }, route: 'pgbouncer' });
+const pgbouncerVariant = (sessions: number, prepare: boolean): VariantPlan => ({ ...tcpVariant(sessions, prepare), name: 'pgbouncer', label: `PgBouncer, TCP + TLS, ${sessions} sessions`, route: 'pgbouncer' });
 const quicVariant = (connections: number, streams: number, prepare: boolean): VariantPlan => ({
   name: 'quic',
   label: `QUIC, ${connections} connections x ${streams} streams`,

@@ -264,7 +264,7 @@ export class Pool {
     if (facts.busy || this.closed || this.expired(b, now)) return this.destroy(b);
     const rollback = facts.status !== 'I';
     const reset = facts.dirty || this.settings.poolMode === 'session';
-    if (!rollback && !reset) return this.handOver(b, false, now); // the common case: nothing to run, nothing allocated
+    if (!rollback && !reset) return this.handOver(b); // the common case: nothing to run, nothing allocated
     this.setState(b, 'resetting');
     b.resetPending = (rollback ? 1 : 0) + (reset ? 1 : 0);
     b.resetFailed = false;
@@ -359,15 +359,15 @@ export class Pool {
   }
 
   /** A free backend goes to the longest waiter (unless PAUSEd), else to the idle list. */
-  private handOver(b: Backend, fromIdle = false, now = -1): void {
+  private handOver(b: Backend, fromIdle = false): void {
     if (this.closed) return this.destroy(b);
     if (this.waiters.size > 0 && !this.paused) {
       const [w, since] = this.waiters.entries().next().value!;
       this.waiters.delete(w); // the shared timer re-aims itself when it fires
       this.setState(b, 'active');
-      // `now`: the caller's reading of the clock (a release just read it), else read here.
-      const t = now < 0 ? this.deps.clock.now() : now;
-      return this.deliver(w, b, t, t - since);
+      // Inside a read cycle this is the release's own reading (the pooler's clock is a CycleClock).
+      const now = this.deps.clock.now();
+      return this.deliver(w, b, now, now - since);
     }
     // A new backend is born 'idle' in no list; setState puts it in (and never twice).
     if (!fromIdle) this.setState(b, 'idle');
