@@ -50,9 +50,16 @@ async function terminated(config: pg.ClientConfig, moment: Moment): Promise<stri
   const pid = (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
   let running: Promise<unknown> | null = null;
   if (moment === 'mid-transaction') await c.query('begin');
-  if (moment === 'mid-query') running = c.query('select pg_sleep(30)').then(() => 'query:ok', (e: Error & { code?: string }) => `query:${e.code ?? e.message}`);
+  // The query's outcome is recorded when it settles, like the events: recorded after terminate()
+  // returned, its place in the list would depend on whether admin's answer came first.
+  if (moment === 'mid-query') {
+    running = c.query('select pg_sleep(30)').then(
+      () => events.push('query:ok'),
+      (e: Error & { code?: string }) => events.push(`query:${e.code ?? e.message}`),
+    );
+  }
   await terminate(pid, moment === 'mid-query' ? 'active' : moment === 'idle' ? 'idle' : 'idle in transaction');
-  if (running !== null) events.push(String(await running));
+  await running;
   await ended;
   events.push('end');
   // The next query of a client whose session ended.
