@@ -8,7 +8,6 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
-import { freePort } from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
 import { startDaemon } from './daemon.js';
 import type { Daemon } from './daemon.js';
@@ -18,6 +17,7 @@ let dir: string;
 let file: string;
 let daemon: Daemon;
 let port: number;
+let quicPort: number;
 let metricsPort: number;
 
 const configText = (poolSize: number, extra = ''): string => `
@@ -44,8 +44,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'quicpool-admin-'));
   file = join(dir, 'quicpool.toml');
   await writeFile(file, configText(4));
-  [port, metricsPort] = [await freePort(), await freePort()];
-  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(port), '--metrics-port', String(metricsPort)]);
+  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', '0', '--quic-port', '0', '--metrics-port', '0']);
+  [port, quicPort, metricsPort] = [daemon.port('tcp'), daemon.port('quic'), daemon.port('metrics')];
 });
 
 afterAll(async () => {
@@ -87,7 +87,7 @@ describe('admin console', () => {
       const config = await admin.query('SHOW CONFIG');
       expect(config.fields.map((f) => f.name)).toEqual(['key', 'value', 'default', 'changeable']);
       expect(config.rows).toContainEqual({ key: 'pool.size', value: '4', default: '20', changeable: 'yes' });
-      expect(config.rows).toContainEqual({ key: 'listen.port', value: String(port), default: '6432', changeable: 'no' });
+      expect(config.rows).toContainEqual({ key: 'listen.port', value: '0', default: '6432', changeable: 'no' });
       expect(JSON.stringify(config.rows)).not.toContain(upstream.password); // secrets never shown
       expect(config.rows).toContainEqual(expect.objectContaining({ key: `users.${upstream.user}.password`, value: '********' }));
 
@@ -103,7 +103,7 @@ describe('admin console', () => {
   });
 
   it('shows QUIC sessions in SHOW QUIC, SHOW CLIENTS and the metrics', async () => {
-    const dialer = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca: await readFile(join(dir, 'certs', 'ca.pem'), 'utf8') });
+    const dialer = new QuicDialer({ host: '127.0.0.1', port: quicPort, serverName: 'localhost', ca: await readFile(join(dir, 'certs', 'ca.pem'), 'utf8') });
     const admin = await connect('quicpool');
     try {
       const opened = performance.now();

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
-import { freePort } from '@quicpool/pg-fixture';
 import { generateDevCertificates } from '@quicpool/transport';
 import type { DevCertificates } from '@quicpool/transport';
 import { QuicClient, SessionManager } from '@quicpool/client';
@@ -18,6 +17,7 @@ const upstream = inject('pg');
 let dir: string;
 let daemon: Daemon;
 let port: number;
+let quicPort: number;
 let ca: string;
 let agent: DevCertificates;
 
@@ -40,15 +40,8 @@ cert_common_names = ["agent-1"]
 [users.${upstream.user}]
 password = "${upstream.password}"
 `);
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    try {
-      daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(port), '--metrics-port', String(await freePort())]);
-      break;
-    } catch (e) {
-      if (attempt >= 3 || !String(e).includes('EADDRINUSE')) throw e;
-    }
-  }
+  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', '0', '--quic-port', '0', '--metrics-port', '0']);
+  [port, quicPort] = [daemon.port('tcp'), daemon.port('quic')];
   ca = await readFile(join(dir, 'certs', 'ca.pem'), 'utf8');
 });
 
@@ -66,7 +59,7 @@ afterAll(async () => {
 async function overQuic(user: string, cert: boolean, password?: string): Promise<string> {
   let manager = managers.get(cert);
   if (manager === undefined) {
-    manager = new SessionManager({ endpoints: [`127.0.0.1:${port}`], serverName: 'localhost', ca, ...(cert ? { cert: agent.certPem, key: agent.keyPem } : {}) });
+    manager = new SessionManager({ endpoints: [`127.0.0.1:${quicPort}`], serverName: 'localhost', ca, ...(cert ? { cert: agent.certPem, key: agent.keyPem } : {}) });
     managers.set(cert, manager);
   }
   const c = new QuicClient({ user, database: upstream.database, ...(password !== undefined ? { password } : {}), sessions: manager });

@@ -36,15 +36,15 @@ describe('quicpool start (embedded PostgreSQL)', () => {
     const stateDir = await mkdtemp(join(tmpdir(), 'quicpool-cli-'));
     dirs.push(stateDir);
     await chmod(stateDir, 0o711); // as root, Postgres runs as `postgres`, which must reach pgdata
-    const [pgPort, port, metricsPort] = [await freePort(), await freePort(), await freePort()];
-    const args = ['--state-dir', stateDir, '--pg-port', String(pgPort), '--port', String(port), '--quic-port', String(port), '--metrics-port', String(metricsPort)];
+    const pgPort = await freePort(); // Postgres has no port 0
+    const args = ['--state-dir', stateDir, '--pg-port', String(pgPort), '--port', '0', '--quic-port', '0', '--metrics-port', '0'];
 
     const first = await startDaemon(args);
     let url: string;
     try {
       const banner = first.output();
       url = /Connect:\s+(\S+)/.exec(banner)?.[1] ?? '';
-      expect(url).toMatch(new RegExp(`^postgresql://postgres:[^@]+@127\\.0\\.0\\.1:${port}/postgres$`));
+      expect(url).toMatch(new RegExp(`^postgresql://postgres:[^@]+@127\\.0\\.0\\.1:${first.port('tcp')}/postgres$`));
       expect(banner).toMatch(/QUIC:\s+new QuicPool\(\{"connectionString":"postgresql:\/\/postgres:/);
       expect(banner).toMatch(/Fingerprint \(SHA-256\): ([0-9A-F]{2}:){31}[0-9A-F]{2}/);
       const caPath = /CA:\s+(\S+)/.exec(banner)?.[1] ?? '';
@@ -70,6 +70,8 @@ describe('quicpool start (embedded PostgreSQL)', () => {
       // included) is printed, not asserted: timing belongs to measurements, not to a test on a
       // shared machine (the "under 2 s" figure is measured as the README says).
       process.stdout.write(`quicpool second start: ready ${Math.round(second.readyMs)} ms after spawn\n`);
+      // The same credentials; the port is the kernel's new choice.
+      url = url.replace(`:${first.port('tcp')}/`, `:${second.port('tcp')}/`);
       expect(/Connect:\s+(\S+)/.exec(second.output())?.[1]).toBe(url);
       const client = new pg.Client({ connectionString: url });
       await client.connect();

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
-import { freePort } from '@quicpool/pg-fixture';
 import { generateDevCertificates } from '@quicpool/transport';
 import { runCli, startCommand, startDaemon } from './daemon.js';
 import type { Daemon } from './daemon.js';
@@ -34,9 +33,8 @@ beforeAll(async () => {
     `[users.${upstream.user}]\npassword = "${upstream.password}"`,
     `[users.${upstream.trustUser}]\nauth = "cert"\ncert_common_names = ["agent-1"]`,
   ].join('\n') + '\n');
-  const port = await freePort();
-  quicPort = await freePort();
-  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(quicPort)]);
+  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', '0', '--quic-port', '0']);
+  quicPort = daemon.port('quic');
 });
 afterAll(async () => {
   await daemon?.stop();
@@ -44,15 +42,13 @@ afterAll(async () => {
 });
 
 async function startAgent(extra: string[] = []): Promise<{ agent: Daemon; port: number; metrics: () => Promise<string> }> {
-  const port = await freePort();
-  const metricsPort = await freePort();
   const agent = await startCommand('connect', [
     '--endpoint', `127.0.0.1:${quicPort}`, '--ca-file', join(dir, 'certs', 'ca.pem'), '--server-name', 'localhost',
-    '--port', String(port), '--socket-dir', dir, '--metrics-port', String(metricsPort),
+    '--port', '0', '--socket-dir', dir, '--metrics-port', '0',
     '--set', `connect.ticket_file=${join(dir, 'connect-tickets')}`, '--set', 'log.format=json', ...extra,
   ], /quicpool connect ready/);
-  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  return { agent, port, metrics };
+  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${agent.port('metrics')}/metrics`)).text();
+  return { agent, port: agent.port('tcp'), metrics };
 }
 
 const login = { user: upstream.user, password: upstream.password, database: upstream.database };

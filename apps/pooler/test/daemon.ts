@@ -15,6 +15,26 @@ export interface Daemon {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
   /** Sends `signal` and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /**
+   * The port it listens on for `kind`, read from its JSON log lines: start it with port 0 for
+   * the kernel's choice (a port found free beforehand can be taken before the daemon binds it).
+   */
+  port(kind: ListenKind): number;
+}
+
+export type ListenKind = 'tcp' | 'quic' | 'metrics';
+
+/** `kind`'s port in the log lines of `quicpool start` or `quicpool connect` (JSON format). */
+export function loggedPort(output: string, kind: ListenKind): number {
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as Record<string, unknown>;
+    const value = kind === 'metrics' ? (entry['msg'] === 'metrics endpoint' ? entry['url'] : undefined) : /^quicpool (connect )?ready$/.test(String(entry['msg'])) ? entry[kind] : undefined;
+    if (typeof value !== 'string') continue;
+    const port = Number(kind === 'metrics' ? new URL(value).port : value.slice(value.lastIndexOf(':') + 1));
+    if (Number.isInteger(port) && port > 0) return port;
+  }
+  throw new Error(`no ${kind} port in the log:\n${output}`);
 }
 
 const running = new Set<ChildProcess>();
@@ -78,6 +98,7 @@ export async function startCommand(command: string, args: readonly string[], rea
     output: () => out,
     readyMs,
     waitFor,
+    port: (kind) => loggedPort(out, kind),
     stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;

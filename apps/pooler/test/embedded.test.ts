@@ -16,13 +16,12 @@ import { runCli, startDaemon } from './daemon.js';
 let stateDir: string;
 let args: string[];
 let pgPort: number;
-let port: number;
 
 beforeAll(async () => {
   stateDir = await mkdtemp(join(tmpdir(), 'quicpool-embedded-'));
   await chmod(stateDir, 0o711); // as root, Postgres runs as `postgres`, which must reach pgdata
-  [pgPort, port] = [await freePort(), await freePort()];
-  args = ['--state-dir', stateDir, '--pg-port', String(pgPort), '--port', String(port), '--set', 'listen.quic=false', '--set', 'metrics.enabled=false'];
+  pgPort = await freePort(); // Postgres has no port 0: this one is found free, then squatted on purpose
+  args = ['--state-dir', stateDir, '--pg-port', String(pgPort), '--port', '0', '--set', 'listen.quic=false', '--set', 'metrics.enabled=false'];
 });
 afterAll(async () => {
   await rm(stateDir, { recursive: true, force: true });

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
-import { freePort } from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
 import { formatScramSecret, scramSecretFromPassword } from '@quicpool/pooler';
 import { startDaemon } from './daemon.js';
@@ -24,6 +23,7 @@ const wrongPasswords = ['Wrong-Guess-8c1e2f', 'Another-Wrong-71aa'];
 let dir: string;
 let daemon: Daemon;
 let port: number;
+let quicPort: number;
 let ca: string;
 
 beforeAll(async () => {
@@ -50,16 +50,8 @@ password = "${upstream.md5Password}"
 auth = "md5"
 `,
   );
-  // A port found free can be taken by another process before the daemon binds it: try new ones.
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    try {
-      daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port), '--quic-port', String(port), '--metrics-port', String(await freePort())]);
-      break;
-    } catch (e) {
-      if (attempt >= 3 || !String(e).includes('EADDRINUSE')) throw e;
-    }
-  }
+  daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', '0', '--quic-port', '0', '--metrics-port', '0']);
+  [port, quicPort] = [daemon.port('tcp'), daemon.port('quic')];
   ca = await readFile(join(dir, 'certs', 'ca.pem'), 'utf8');
 });
 
@@ -106,7 +98,7 @@ describe('logs at debug level', () => {
       nonAdminConsole: '28000', // the right password, but not an admin user
     });
     // And over QUIC.
-    const d = new QuicDialer({ host: '127.0.0.1', port, serverName: 'localhost', ca });
+    const d = new QuicDialer({ host: '127.0.0.1', port: quicPort, serverName: 'localhost', ca });
     try {
       const s = await d.open();
       s.on('error', () => undefined);

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
-import { freePort } from '@quicpool/pg-fixture';
 import { startDaemon } from './daemon.js';
 import type { Daemon } from './daemon.js';
 
@@ -27,8 +26,8 @@ afterAll(async () => {
 });
 
 async function start(): Promise<{ daemon: Daemon; port: number; connect: (db?: string) => Promise<pg.Client> }> {
-  const port = await freePort();
-  const daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', String(port)]);
+  const daemon = await startDaemon(['--config', file, '--state-dir', dir, '--port', '0']);
+  const port = daemon.port('tcp');
   const connect = async (database = upstream.database): Promise<pg.Client> => {
     const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.user, password: upstream.password, database });
     c.on('error', () => undefined);
