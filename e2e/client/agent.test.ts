@@ -11,7 +11,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend, encodeStartupPacket, MessageType, PROTOCOL_3_0, SQLSTATE } from '@quicpool/wire';
 import { QuicTicketStore } from '@quicpool/transport';
-import { createTestDatabase, dropTestDatabase } from '@quicpool/pg-fixture';
+import { createTestDatabase, dropTestDatabase, untilQueryRunning, withPgClient } from '@quicpool/pg-fixture';
 import { pgInfo, scramLogin, startQuicPooler, trustLogin, until } from './helpers.js';
 import type { TestPooler } from './helpers.js';
 import { failedTransactions, pgbench, processedTransactions, psql, runLibpq, startAgent } from './agent-helpers.js';
@@ -109,8 +109,11 @@ describe('cancel through the agent', () => {
     const sql = postgres({ ...scramLogin, username: scramLogin.user, host: '127.0.0.1', port: agent.port, max: 1, ssl: false });
     await sql`select 1`;
     const before = agent.agent.stats().cancels;
-    const q = sql`select pg_sleep(30)`.execute();
-    await until(() => pooler.pooler.stats().pools.some((p) => p.user === pgInfo.user && p.active > 0));
+    // A text of its own (the server is shared), seen running before the cancel goes: a
+    // CancelRequest that arrives before the backend reads its query is ignored, and it sleeps on.
+    const text = 'select pg_sleep(30) as cancelled_through_the_agent';
+    const q = sql.unsafe(text).execute();
+    await withPgClient({ host: pgInfo.host, port: pgInfo.port, ...scramLogin }, (c) => untilQueryRunning(c, text));
     q.cancel(); // postgres.js: a new connection to the agent carrying the CancelRequest
     const err = await q.then(() => null, (e: Error & { code?: string }) => e);
     expect(err?.code).toBe(SQLSTATE.QUERY_CANCELED);

@@ -7,6 +7,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresSocket, QuicClient, QuicPool, SessionManager } from '@quicpool/client';
+import { untilBackendState } from '@quicpool/pg-fixture';
 import { pgInfo, quicOptions, rejection, scramLogin, startQuicPooler, trustLogin, until } from './helpers.js';
 import type { TestPooler } from './helpers.js';
 
@@ -23,12 +24,9 @@ afterAll(async () => {
   await p.close();
 });
 
-/** Waits until the server process `pid` is running a statement, then terminates it. */
+/** Waits until the server process `pid` is inside pg_sleep, then terminates it. */
 async function terminateWhenBusy(pid: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const r = await admin.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where pid = $1 and state = 'active'", [pid]);
-    if (r.rows[0]!.n === 1) break;
-  }
+  await untilBackendState(admin, pid, 'active', { waitEvent: 'PgSleep' });
   await admin.query('select pg_terminate_backend($1)', [pid]);
 }
 
@@ -61,9 +59,11 @@ describe('sessions the pooler ends close on the client (QUIC)', () => {
     const ended = new Promise<void>((resolve) => c.once('end', resolve));
     await c.connect();
     const pid = (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-    const running = rejection(c.query('select pg_sleep(30)'));
+    // Recorded when it settles, like the events: recorded after terminateWhenBusy() returned, its
+    // place in the list would depend on whether admin's answer came first.
+    const running = rejection(c.query('select pg_sleep(30)')).then((e) => events.push(`query:${e.code ?? '?'}`));
     await terminateWhenBusy(pid);
-    events.push(`query:${(await running).code ?? '?'}`);
+    await running;
     await ended;
     events.push('end');
     return events;

@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
+import { untilBackendState } from '@quicpool/pg-fixture';
 import { SessionManager } from '@quicpool/client';
 import { createPooler } from '@quicpool/pooler';
 import type { Pooler } from '@quicpool/pooler';
@@ -93,32 +94,20 @@ export class Admin {
     await this.c.query(sql);
   }
 
-  /** Waits until server process `pid` is in `state` (pg_stat_activity), at most 500 looks. */
-  async waitState(pid: string, state: 'active' | 'idle' | 'idle in transaction'): Promise<void> {
-    for (let i = 0; i < 500; i++) {
-      const r = await this.c.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where pid = $1 and state = $2', [pid, state]);
-      if (r.rows[0]!.n === 1) return;
-    }
-    throw new Error(`server process ${pid} never reached state ${state}`);
+  /** Waits until server process `pid` is in `state` (pg_stat_activity). */
+  waitState(pid: string, state: 'active' | 'idle' | 'idle in transaction'): Promise<void> {
+    return untilBackendState(this.c, pid, state);
   }
 
   /** Waits until server process `pid` is inside pg_sleep (running, not between messages). */
-  async waitSleeping(pid: string): Promise<void> {
-    for (let i = 0; i < 500; i++) {
-      const r = await this.c.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where pid = $1 and state = 'active' and wait_event = 'PgSleep'", [pid]);
-      if (r.rows[0]!.n === 1) return;
-    }
-    throw new Error(`server process ${pid} never slept`);
+  waitSleeping(pid: string): Promise<void> {
+    return untilBackendState(this.c, pid, 'active', { waitEvent: 'PgSleep' });
   }
 
   /** pg_terminate_backend, then waits until the process is gone (its FATAL is sent by then). */
   async terminate(pid: string): Promise<void> {
     await this.c.query('select pg_terminate_backend($1)', [pid]);
-    for (let i = 0; i < 500; i++) {
-      const r = await this.c.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where pid = $1', [pid]);
-      if (r.rows[0]!.n === 0) return;
-    }
-    throw new Error(`server process ${pid} did not exit`);
+    await untilBackendState(this.c, pid, 'gone');
   }
 
   end(): Promise<void> {

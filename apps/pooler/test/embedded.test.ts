@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '@quicpool/pg-fixture';
+import { freePort, untilQueryRunning } from '@quicpool/pg-fixture';
 import { startEmbedded } from '../src/embedded.js';
 import { runCli, startDaemon } from './daemon.js';
 
@@ -67,13 +67,11 @@ describe('the embedded PostgreSQL', () => {
     try {
       await c.connect();
       await watcher.connect();
-      const sleeping = c.query("SELECT pg_sleep(1.5), 'done' AS v");
+      const text = "SELECT pg_sleep(1.5), 'done' AS v";
+      const sleeping = c.query(text);
       sleeping.catch(() => undefined);
       // The query is running on the server before the signal goes (an observed fact, bounded).
-      for (let i = 0; i < 200; i++) {
-        const r = await watcher.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep(1.5)%'");
-        if (r.rows[0]?.n === 1) break;
-      }
+      await untilQueryRunning(watcher, text);
       await watcher.end();
       process.kill(-pid, 'SIGINT'); // the whole group, as a terminal's Ctrl-C
       await daemon.waitFor(/draining client sessions/);

@@ -190,7 +190,6 @@ describe('QUIC session streams', () => {
     await waitFor(() => sessions.length === 40, 3000, '40 server sessions');
     const errors = Promise.all(streams.map((s) => errorOf(s)));
     const serverErrors = Promise.all(sessions.map((s) => errorOf(s)));
-    const clientSent = (await dialer.stats()).datagramsOut;
     await listener.close({ graceful: false });
     const errs = await errors;
     expect(errs).toHaveLength(40);
@@ -200,10 +199,9 @@ describe('QUIC session streams', () => {
       expect(e.message).toMatch(/closed by peer .*endpoint shut down/);
     }
     for (const e of await serverErrors) expect(e.code).toBe('ECONNABORTED');
-    // Promptly: from the server's one CONNECTION_CLOSE, on its arrival. The client sent nothing in
-    // between, so no timer of its own (probe timeout, keep-alive PING) ran first, and no repeat of
-    // the CLOSE was involved (the server repeats it only in answer to a packet of the client).
-    expect((await dialer.stats()).datagramsOut).toBe(clientSent);
+    // Promptly: from the server's one CONNECTION_CLOSE, on its arrival. Its socket is gone with
+    // it, so no repeat could have answered a packet of the client (a probe its own timer may send
+    // on a loaded machine), and ECONNRESET rules out the idle timeout.
     expect((await dialer.stats()).streams).toBe(0);
     // The dialer opens a fresh connection on next use; with the server gone that fails cleanly.
   });
@@ -309,7 +307,8 @@ describe('QUIC session streams', () => {
   }, 30_000);
 
   test('idle timeout closes a silent connection; keep-alive keeps another one open', async () => {
-    const { listener, dialer, sessions } = await setup({ idleTimeoutMs: 300 }, { idleTimeoutMs: 300, keepAliveMs: 0 });
+    // The idle timeout in effect is the smaller of the two sides' (RFC 9000, 10.1): 300 ms here.
+    const { listener, dialer, sessions } = await setup({ idleTimeoutMs: 1000 }, { idleTimeoutMs: 300, keepAliveMs: 0 });
     const s = await open(dialer);
     s.write('hi');
     await waitFor(() => sessions.length === 1);
@@ -323,12 +322,13 @@ describe('QUIC session streams', () => {
 
     const kept = new QuicDialer({
       host: '127.0.0.1', port: listener.address().port, serverName: 'localhost',
-      ca: (await devCerts()).ca, idleTimeoutMs: 300, keepAliveMs: 100,
+      ca: (await devCerts()).ca, idleTimeoutMs: 1000, keepAliveMs: 100,
     });
     cleanups.push(() => kept.close({ graceful: false }));
     const k = await open(kept);
     k.write('a');
-    await new Promise((r) => setTimeout(r, 1000));
+    // Twice the idle timeout; a PING every 100 ms leaves 900 ms for a stall of the loaded machine.
+    await new Promise((r) => setTimeout(r, 2000));
     k.end('b');
     await waitFor(() => sessions.length === 2);
     expect((await readAll(sessions[1]!)).toString()).toBe('ab');

@@ -11,3 +11,5 @@ export { seededRandom } from './seeded-random.js';
 export { asSuperuser, createTestRole, dropTestRole, withPgClient } from './test-role.js';
 export type { TestRole } from './test-role.js';
 export { createTestDatabase, dropTestDatabase } from './test-database.js';
+export { untilBackendState, untilQueryRunning } from './backend-state.js';
+export type { BackendState, BackendStateOptions } from './backend-state.js';

@@ -49,15 +49,18 @@ describe.each([
     await superuser(pgInfo, (c) => c.query(`truncate ${role.table}`));
     const load = Array.from({ length: WORKERS }, (_, i) =>
       runWorker(i, clientConfig, role, { transactions: 4, idleInTxMs: 120, sleepS: 0.12 }));
-    // Wait for a backend of the test's role in the wanted state, then kill it from outside.
+    // Kill a backend of the test's role in the wanted state, from outside. Found and killed in
+    // one statement: looked up first, it could have finished its transaction by the kill.
     let victimPid = 0;
-    await until(`a backend ${state}`, async () => {
-      const hit = (await backendsOf(pgInfo, role.user)).find((b) => b.state === state && b.query.includes(match));
-      victimPid = hit?.pid ?? 0;
-      return hit !== undefined;
-    }, 10_000);
-    const killed = await superuser(pgInfo, (c) => c.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [victimPid]));
-    expect(killed.rows[0]?.ok).toBe(true);
+    await superuser(pgInfo, (c) => until(`a backend ${state} killed`, async () => {
+      const killed = await c.query<{ pid: number; ok: boolean }>(
+        `select pid, pg_terminate_backend(pid) as ok from (select pid from pg_stat_activity
+           where usename = $1 and backend_type = 'client backend' and state = $2 and position($3 in query) > 0 limit 1) as victim`,
+        [role.user, state, match],
+      );
+      victimPid = killed.rows[0]?.pid ?? 0;
+      return killed.rows[0]?.ok === true;
+    }, 10_000));
     const results = await Promise.all(load);
 
     // Exactly one transaction of one client failed.

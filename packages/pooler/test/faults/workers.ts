@@ -28,6 +28,12 @@ export interface WorkerOptions {
   readonly sleepS: number;
   /** Pause after a failed transaction before the next attempt (reconnecting). Default 0. */
   readonly retryDelayMs?: number;
+  /**
+   * Failed transactions that do not count toward `transactions` (the next attempt takes the next
+   * number): with enough of them every worker commits `transactions` times, however long the
+   * fault lasts. Default 0: every attempt counts.
+   */
+  readonly retries?: number;
   /** Stop at the first failed transaction (when the way in is gone for good). Default false. */
   readonly stopOnError?: boolean;
   /**
@@ -50,7 +56,7 @@ export async function runWorker(worker: number, config: () => pg.ClientConfig | 
   const me = `w${worker}`;
   let c: pg.Client | null = null;
   const idleErrors: (Error & { code?: string })[] = [];
-  for (let n = 0; n < o.transactions; n++) {
+  for (let n = 0; n < o.transactions + Math.min(result.errors.length, o.retries ?? 0); n++) {
     let committing = false;
     try {
       c ??= await connect(await config(), idleErrors);

@@ -3,6 +3,7 @@
 // after the pooler's backends are replaced (pg_terminate_backend); with DEALLOCATE ALL mixed in.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { untilBackendState } from '@quicpool/pg-fixture';
 import { eventually } from '../hostile/helpers.js';
 import { directClient, startFidelityPooler } from './helpers.js';
 import type { FidelityPooler, Via } from './helpers.js';
@@ -48,11 +49,7 @@ async function terminate(pids: Set<number>): Promise<void> {
   const d = await directClient();
   try {
     await d.query('select pg_terminate_backend(pid) from unnest($1::int[]) pid', [[...pids]]);
-    for (let i = 0; i < 100; i++) {
-      const left = await d.query('select count(*)::int as n from pg_stat_activity where pid = any($1::int[])', [[...pids]]);
-      if (left.rows[0].n === 0) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    for (const pid of pids) await untilBackendState(d, pid, 'gone');
   } finally {
     await d.end();
   }

@@ -8,6 +8,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend } from '@quicpool/wire';
+import { untilBackendState } from '@quicpool/pg-fixture';
 import { eventually } from '../hostile/helpers.js';
 import { pgInfo, startPooler } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
@@ -29,12 +30,9 @@ const login = { user: pgInfo.trustUser, database: pgInfo.database, host: '127.0.
 const direct = (): pg.ClientConfig => ({ ...login, host: pgInfo.host, port: pgInfo.port });
 const pooled = (): pg.ClientConfig => ({ ...login, port: p.port });
 
-/** Terminates server process `pid` once it is in `state`, and waits until it is gone. */
+/** Terminates server process `pid` once it is in `state` (inside pg_sleep when active). */
 async function terminate(pid: number, state: 'active' | 'idle' | 'idle in transaction'): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const r = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where pid = $1 and state = $2', [pid, state]);
-    if (r.rows[0]!.n === 1) break;
-  }
+  await untilBackendState(admin, pid, state, state === 'active' ? { waitEvent: 'PgSleep' } : {});
   await admin.query('select pg_terminate_backend($1)', [pid]);
 }
 

@@ -6,7 +6,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDatabase, createAdminCommands } from '../../src/index.js';
 import type { AdminCommands } from '../../src/index.js';
-import { ManualClock, turns } from '../support/manual-clock.js';
+import { ManualClock } from '../support/manual-clock.js';
+import { eventually } from '../hostile/helpers.js';
 import { pgInfo, startPooler } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
@@ -42,9 +43,9 @@ async function connect(): Promise<pg.Client> {
   return c;
 }
 
-/** Lets I/O run until some client waits for a server connection (bounded). */
-async function untilWaiting(): Promise<void> {
-  for (let i = 0; i < 200 && !p.pooler.view().clients.some((c) => c.state === 'waiting'); i++) await turns(1);
+/** Lets I/O run until some client waits for a server connection; throws after 10 s. */
+function untilWaiting(): Promise<void> {
+  return eventually(() => p.pooler.view().clients.some((c) => c.state === 'waiting'), 10_000, 'a client waiting');
 }
 
 describe('waiting clients', () => {

@@ -1,6 +1,7 @@
 // Starting a pooler in front of the fixture's Postgres for one test file, and closing it.
 import { inject } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
+import { untilQueryRunning } from '@quicpool/pg-fixture';
 import pg from 'pg';
 import { listenTcp } from '@quicpool/transport';
 import { createPooler } from '../../src/index.js';
@@ -62,12 +63,7 @@ export async function untilRunning(sql: string, timeoutMs = 10_000): Promise<voi
   const direct = new pg.Client({ host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password, database: pgInfo.database });
   await direct.connect();
   try {
-    for (let waited = 0; ; waited += 20) {
-      const r = await direct.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where state = 'active' and query = $1", [sql]);
-      if ((r.rows[0]?.n ?? 0) > 0) return;
-      if (waited >= timeoutMs) throw new Error(`not running after ${timeoutMs} ms: ${sql}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await untilQueryRunning(direct, sql, { timeoutMs });
   } finally {
     await direct.end();
   }
