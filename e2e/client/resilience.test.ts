@@ -119,13 +119,13 @@ describe('session manager resilience', () => {
 
   it('closes idle connections down to minConnections, and refuses acquires after a timeout', async () => {
     const m = new SessionManager(await quicOptions([a.endpoint], {
-      maxConnections: 3, streamsPerConnection: 2, minConnections: 1, idleTimeoutMs: 150, acquireTimeoutMs: 300,
+      maxConnections: 3, streamsPerConnection: 2, minConnections: 1, idleTimeoutMs: 150, acquireTimeoutMs: 2_000, // from queueing: covers the three handshakes
     }));
     try {
       const streams = await Promise.all(ids(6).map(() => m.acquire()));
       expect(m.stats().connections).toBe(3);
       const err = await rejection(m.acquire()); // 3 x 2 in use: nothing frees up
-      expect(err.message).toMatch(/timed out after 300 ms waiting/);
+      expect(err.message).toMatch(/timed out after 2000 ms waiting/);
       // End them (FIN). Not destroy(): a reset of a stream the server has not read yet currently
       // surfaces in the server as an unhandled 'error' (transport bug, reported).
       for (const s of streams) discardStream(s);
