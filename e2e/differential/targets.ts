@@ -8,6 +8,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
 import { untilBackendState } from '@quicpool/pg-fixture';
+import type { BackendState } from '@quicpool/pg-fixture';
 import { SessionManager } from '@quicpool/client';
 import { createPooler } from '@quicpool/pooler';
 import type { Pooler } from '@quicpool/pooler';
@@ -95,7 +96,7 @@ export class Admin {
   }
 
   /** Waits until server process `pid` is in `state` (pg_stat_activity). */
-  waitState(pid: string, state: 'active' | 'idle' | 'idle in transaction'): Promise<void> {
+  waitState(pid: string, state: Exclude<BackendState, 'gone'>): Promise<void> {
     return untilBackendState(this.c, pid, state);
   }
 

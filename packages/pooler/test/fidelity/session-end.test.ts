@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend } from '@quicpool/wire';
 import { untilBackendState } from '@quicpool/pg-fixture';
+import type { BackendState } from '@quicpool/pg-fixture';
 import { eventually } from '../hostile/helpers.js';
 import { pgInfo, startPooler } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
@@ -31,7 +32,7 @@ const direct = (): pg.ClientConfig => ({ ...login, host: pgInfo.host, port: pgIn
 const pooled = (): pg.ClientConfig => ({ ...login, port: p.port });
 
 /** Terminates server process `pid` once it is in `state` (inside pg_sleep when active). */
-async function terminate(pid: number, state: 'active' | 'idle' | 'idle in transaction'): Promise<void> {
+async function terminate(pid: number, state: Exclude<BackendState, 'gone'>): Promise<void> {
   await untilBackendState(admin, pid, state, state === 'active' ? { waitEvent: 'PgSleep' } : {});
   await admin.query('select pg_terminate_backend($1)', [pid]);
 }

@@ -1,7 +1,7 @@
 // Starting a pooler in front of the fixture's Postgres for one test file, and closing it.
 import { inject } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
-import { untilQueryRunning } from '@quicpool/pg-fixture';
+import { untilQueryRunning, withPgClient } from '@quicpool/pg-fixture';
 import pg from 'pg';
 import { listenTcp } from '@quicpool/transport';
 import { createPooler } from '../../src/index.js';
@@ -60,11 +60,6 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code?: s
 
 /** Resolves once `sql` runs on some server process (pg_stat_activity says active): a cancel sent now reaches it. */
 export async function untilRunning(sql: string, timeoutMs = 10_000): Promise<void> {
-  const direct = new pg.Client({ host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password, database: pgInfo.database });
-  await direct.connect();
-  try {
-    await untilQueryRunning(direct, sql, { timeoutMs });
-  } finally {
-    await direct.end();
-  }
+  const direct = { host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password, database: pgInfo.database };
+  await withPgClient(direct, (c) => untilQueryRunning(c, sql, { timeoutMs }));
 }
