@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     // transport-dgram: the QUIC suite again with the native UDP module unloadable (node:dgram path).
-    projects: ['packages/*', 'packages/transport/vitest.dgram.config.ts', 'apps/*', 'tooling/pg-fixture', 'tooling/release-test', 'tooling/architecture', 'e2e'],
+    projects: ['packages/*', 'packages/transport/vitest.dgram.config.ts', 'packages/pooler/vitest.workers2.config.ts', 'apps/*', 'apps/pooler/vitest.workers2.config.ts', 'tooling/pg-fixture', 'tooling/release-test', 'tooling/architecture', 'e2e'],
     globalSetup: ['./tooling/pg-fixture/src/global-setup.ts'],
     reporters: process.env.CI ? ['default'] : ['default'],
     // Most files wait on sockets, Postgres and child processes, not on this process's CPU: two files at

@@ -8,7 +8,8 @@ import { defineConfig } from 'tsup';
 // and so does native code. What is bundled is a devDependency in package.json; `dependencies`
 // lists only what the bundle loads at run time: the workspace packages.
 export default defineConfig({
-  entry: ['src/cli.ts'],
+  // The worker threads' entry beside the CLI (dist/worker.js; workers/supervisor.ts starts it).
+  entry: { cli: 'src/cli.ts', worker: 'src/workers/worker-main.ts' },
   format: ['esm'],
   target: 'node20',
   dts: false,

@@ -13,7 +13,7 @@ import { FileTicketStore } from './connect-tickets.js';
 import { EXIT } from './exit-codes.js';
 import { createLogger } from './logger.js';
 import type { LogFormat, Logger } from './logger.js';
-import { serveMetrics } from './metrics.js';
+import { expositionOf, serveMetrics } from './metrics.js';
 
 const SECOND_SIGNAL_AFTER_MS = 300;
 
@@ -126,7 +126,7 @@ export async function runConnect(config: AppConfig): Promise<number> {
   try {
     const a = await agent.listen();
     if (config.get<boolean>('connect.metrics')) {
-      const m = await serveMetrics(createConnectMetrics(agent), config.get<string>('connect.metrics_host'), config.get<number>('connect.metrics_port'));
+      const m = await serveMetrics(expositionOf(createConnectMetrics(agent)), config.get<string>('connect.metrics_host'), config.get<number>('connect.metrics_port'));
       cleanup.push(() => m.close());
       log.info({ url: `http://${config.get<string>('connect.metrics_host')}:${m.port}/metrics` }, 'metrics endpoint');
     }

@@ -1,13 +1,9 @@
-// `quicpool start`: config -> (embedded PostgreSQL) -> certificate -> pooler + TCP/QUIC listeners
-// -> admin console -> metrics -> signals. Holds no pooling logic: it assembles packages.
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+// `quicpool start`: config -> (embedded PostgreSQL) -> certificate -> the pooler, in the main
+// thread or as worker threads (serve/, workers/) -> metrics -> signals. Holds no pooling logic: it
+// assembles packages and answers for the daemon (RELOAD, SHUTDOWN, SHOW CONFIG).
 import { join } from 'node:path';
-import { adminDatabase, ConfigError, createAdminCommands, createPooler } from '@quicpool/pooler';
-import type { ClientEvent, Pooler, QuicListenerRow } from '@quicpool/pooler';
-import { listenTcp, QuicListener } from '@quicpool/transport';
-import type { SessionListener } from '@quicpool/transport';
+import { ConfigError, MAX_WORKERS, resolvePoolerConfig } from '@quicpool/pooler';
+import type { ConfigRow, PoolerConfig } from '@quicpool/pooler';
 import { devCertificates, loadCertificateFiles, readClientCa } from './certs.js';
 import type { ServerCertificate } from './certs.js';
 import { ConfigFileError, loadConfig } from './config/load.js';
@@ -18,41 +14,14 @@ import { upstreamTls } from './config/upstream-tls.js';
 import type { EmbeddedStart } from './embedded.js';
 import { EXIT } from './exit-codes.js';
 import { createLogger } from './logger.js';
-import type { Logger } from './logger.js';
 import type { LogFormat } from './logger.js';
-import { createMetrics, serveMetrics } from './metrics.js';
+import { serveMetrics } from './metrics.js';
+import { serveInProcess } from './serve/in-process.js';
+import { quicKeys } from './serve/keys.js';
+import type { DaemonHooks, Serving, ServeOptions, WorkerLayout } from './serve/serving.js';
 import { SECOND_SIGNAL_AFTER_MS, stopSignals } from './stop-signals.js';
 import { checkUpstream, describeUpstream } from './upstream-check.js';
-
-/**
- * Login events at info, failed logins at warn (info when the client simply went away, as psql does
- * before prompting for a password); connects, admissions and anonymous closes at debug. Fields:
- * transport, client address, database, user and the reason; never a password or secret.
- */
-function logClientEvent(log: Logger, e: ClientEvent): void {
-  const peer = { transport: e.info.kind, addr: `${e.info.remoteAddress}:${e.info.remotePort}` };
-  switch (e.type) {
-    case 'connected':
-      return log.debug(peer, 'client connected');
-    case 'admitted':
-      return log.debug({ ...peer, database: e.database, user: e.user }, 'client admitted');
-    case 'refused':
-      return log.warn({ ...peer, database: e.database, user: e.user, sqlstate: e.sqlstate, reason: e.message }, 'client refused');
-    case 'loggedIn':
-      return log.info({ ...peer, database: e.database, user: e.user }, 'client logged in');
-    case 'loginFailed': {
-      const fields = { ...peer, database: e.database, user: e.user, stage: e.stage, sqlstate: e.sqlstate, reason: e.reason };
-      return e.sqlstate === null ? log.info(fields, 'client login abandoned') : log.warn(fields, 'client login failed');
-    }
-    case 'closed':
-      if (e.user === '') return log.debug({ ...peer, durationMs: e.durationMs }, 'client closed before login');
-      return log.info({ ...peer, database: e.database, user: e.user, durationMs: e.durationMs }, 'client closed');
-    default: {
-      const never: never = e;
-      throw new Error(`unknown client event ${JSON.stringify(never)}`);
-    }
-  }
-}
+import { planWorkers } from './workers/plan.js';
 
 /** The configured PostgreSQL server cannot be reached at start (exit 1, the message says which). */
 export class UpstreamError extends Error {
@@ -63,19 +32,6 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
-async function quicTicketKey(stateDir: string): Promise<Uint8Array> {
-  // Stable across restarts so resumed clients keep 0-RTT.
-  const path = join(stateDir, 'quic-ticket.key');
-  if (existsSync(path)) {
-    const key = await readFile(path);
-    if (key.length === 48) return key;
-  }
-  const key = randomBytes(48);
-  await mkdir(stateDir, { recursive: true, mode: 0o711 });
-  await writeFile(path, key, { mode: 0o600 });
-  return key;
-}
-
 /**
  * `config` is already loaded and `embeddedStart` (when no upstream is configured) already under
  * way: the CLI starts PostgreSQL while this module and its dependencies load.
@@ -83,6 +39,8 @@ async function quicTicketKey(stateDir: string): Promise<Uint8Array> {
 export async function runDaemon(file: string | undefined, overrides: Overrides, config: AppConfig, embeddedStart: Promise<EmbeddedStart> | undefined, started: number): Promise<number> {
   const log = createLogger(config.get<string>('log.level'), config.get<LogFormat>('log.format'));
   const stateDir = config.get<string>('embedded.state_dir');
+  const configured = config.get<number>('workers.count');
+  if (configured > MAX_WORKERS) throw new ConfigFileError(file ?? '(defaults)', 'workers.count', `at most ${MAX_WORKERS} (0 = one per core), got ${configured}`);
 
   let upstream: Upstream;
   let embedded: Stoppable | undefined;
@@ -118,47 +76,36 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   const clientCerts = clientCa === undefined ? {} : { ca: clientCa, requestCert: true, rejectUnauthorized: false };
   const tls = config.get<boolean>('listen.tls') ? { cert: cert.certPem, key: cert.keyPem, ...clientCerts } : undefined;
 
-  let pooler: Pooler;
+  const poolerConfig = (c: AppConfig): PoolerConfig => {
+    try {
+      return checkedPoolerConfig(toPoolerConfig(c, upstream, tls));
+    } catch (e) {
+      if (e instanceof ConfigError) throw new ConfigFileError(file ?? '(defaults)', ...engineErrorKey(e.message));
+      throw e;
+    }
+  };
+  let pooler: PoolerConfig;
   try {
-    pooler = createPooler(toPoolerConfig(config, upstream, tls));
+    pooler = poolerConfig(config);
   } catch (e) {
     await embedded?.stop();
-    if (e instanceof ConfigError) throw new ConfigFileError(file ?? '(defaults)', ...engineErrorKey(e.message));
     throw e;
   }
-  pooler.events.client.add((e) => logClientEvent(log, e));
-  const host = config.get<string>('listen.host');
-  const listeners: { name: string; listener: SessionListener }[] = [];
-  const quicListeners: { name: string; listener: QuicListener }[] = [];
-  const quicRows = (): QuicListenerRow[] =>
-    quicListeners.map(({ name, listener }) => {
-      const s = listener.stats();
-      const h = listener.pathHealth();
-      return {
-        listener: name, connections: s.connections, streams: s.streams, handshakes: s.handshakes,
-        datagramsIn: s.datagramsIn, datagramsOut: s.datagramsOut, datagramsDropped: s.datagramsDropped,
-        bytesIn: s.bytesIn, bytesOut: s.bytesOut,
-        avgRttMs: h.rttMsAvg === null ? null : Math.round(h.rttMsAvg), maxRttMs: h.rttMsMax,
-        packetsSent: h.packetsSent, packetsLost: h.packetsLost,
-      };
-    });
 
   let current: AppConfig = config;
+  let serving: Serving | null = null;
   let stopping: Promise<number> | null = null;
   let resolveExit: (code: number) => void = () => undefined;
   const exited = new Promise<number>((r) => (resolveExit = r));
 
   const reload = async (): Promise<string> => {
     const next = await loadConfig(file, overrides);
-    try {
-      pooler.reconfigure(toPoolerConfig(next, upstream, tls));
-    } catch (e) {
-      if (e instanceof ConfigError) throw new ConfigFileError(file ?? '(defaults)', ...engineErrorKey(e.message));
-      throw e;
-    }
+    const nextPooler = poolerConfig(next);
+    const nextAdmins = new Set(next.get<readonly string[]>('admin.users'));
+    if (embedded !== undefined) for (const u of upstream.extraUsers?.keys() ?? []) nextAdmins.add(u);
+    if (serving !== null) await serving.reconfigure(nextPooler, { logLevel: next.get<string>('log.level'), adminUsers: [...nextAdmins] });
     const restart = restartOnlyChanges(current, next);
-    adminUsers = new Set(next.get<readonly string[]>('admin.users'));
-    if (embedded !== undefined) for (const u of upstream.extraUsers?.keys() ?? []) adminUsers.add(u);
+    adminUsers = nextAdmins;
     log.level = next.get<string>('log.level');
     current = applyLive(current, next);
     const note = restart.length === 0 ? 'everything applied' : `applied; these need a restart and keep their old value: ${restart.join(', ')}`;
@@ -168,19 +115,6 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   const reloadLogged = (): void => {
     reload().catch((e: unknown) => log.error({ file, err: e instanceof Error ? e.message : String(e) }, 'reload failed, the old configuration stays'));
   };
-
-  // The admin console: a database served in process; admin users log in to it like any database.
-  const adminCommands = createAdminCommands({
-    pooler,
-    quic: quicRows,
-    config: () => configRows(current),
-    reload,
-    shutdown: () => void shutdown('SHUTDOWN'),
-    get pauseTimeoutMs() {
-      return current.get<number>('admin.pause_timeout_ms');
-    },
-  });
-  pooler.serveDatabase(config.get<string>('admin.database'), adminDatabase(adminCommands, () => adminUsers));
 
   const cleanup: (() => Promise<void>)[] = [];
   let forced = false;
@@ -193,48 +127,62 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
       setTimeout(() => process.exit(EXIT.FORCED), 5000).unref();
     }
     if (stopping !== null) {
-      if (immediate) void pooler.close({ graceful: false });
+      if (immediate) void serving?.close(false, 0);
       return stopping;
     }
-    stopping = pooler
-      .close({ graceful: !immediate, deadlineMs })
-      .then(async () => {
-        for (const c of cleanup) await c().catch(() => undefined);
-        await embedded?.stop();
-        log.info('stopped');
-        return forced ? EXIT.FORCED : EXIT.OK;
-      });
+    stopping = (serving?.close(!immediate, deadlineMs) ?? Promise.resolve()).then(async () => {
+      for (const c of cleanup) await c().catch(() => undefined);
+      await embedded?.stop();
+      log.info('stopped');
+      return forced ? EXIT.FORCED : EXIT.OK;
+    });
     void stopping.then(resolveExit);
     return stopping;
   };
 
+  const hooks: DaemonHooks = {
+    config: (): ConfigRow[] => configRows(current),
+    reload,
+    shutdown: () => void shutdown('SHUTDOWN'),
+    pauseTimeoutMs: () => current.get<number>('admin.pause_timeout_ms'),
+  };
+  const host = config.get<string>('listen.host');
+  const options: ServeOptions = {
+    pooler,
+    host,
+    tcpPort: config.get<number>('listen.port'),
+    quic: config.get<boolean>('listen.quic')
+      ? {
+          port: config.get<number>('listen.quic_port'),
+          cert: cert.certPem,
+          key: cert.keyPem,
+          alpn: config.get<readonly string[]>('quic.alpn'),
+          idleTimeoutMs: config.get<number>('quic.idle_timeout_ms'),
+          maxStreamsPerConnection: config.get<number>('quic.max_streams_per_connection'),
+          maxConnections: config.get<number>('quic.max_connections'),
+          // 'read-only' is the pooler's policy on accepted early streams (see toPoolerConfig).
+          earlyData: config.get<string>('quic.early_data') === 'defer' ? 'defer' : 'accept',
+          ...(await quicKeys(stateDir)),
+          ...(clientCa !== undefined ? { clientCa } : {}),
+        }
+      : null,
+    adminDatabase: config.get<string>('admin.database'),
+    adminUsers: [...adminUsers],
+    log: { level: config.get<string>('log.level'), format: config.get<LogFormat>('log.format') },
+  };
+
   try {
-    const tcp = await listenTcp({ host, port: config.get<number>('listen.port') });
-    listeners.push({ name: 'tcp', listener: tcp });
-    if (config.get<boolean>('listen.quic')) {
-      const quic = await QuicListener.listen({
-        cert: cert.certPem,
-        key: cert.keyPem,
-        host,
-        port: config.get<number>('listen.quic_port'),
-        alpn: config.get<readonly string[]>('quic.alpn'),
-        idleTimeoutMs: config.get<number>('quic.idle_timeout_ms'),
-        maxStreamsPerConnection: config.get<number>('quic.max_streams_per_connection'),
-        maxConnections: config.get<number>('quic.max_connections'),
-        // 'read-only' is the pooler's policy on accepted early streams (see toPoolerConfig).
-        earlyData: config.get<string>('quic.early_data') === 'defer' ? 'defer' : 'accept',
-        ticketKey: await quicTicketKey(stateDir),
-        ...(clientCa !== undefined ? { clientCa } : {}),
-      });
-      listeners.push({ name: 'quic', listener: quic });
-      quicListeners.push({ name: 'quic', listener: quic });
-    }
-    for (const l of listeners) pooler.listen(l.listener);
+    const plan = planWorkers(configured);
+    if (plan.note !== null) log.warn({ workers: plan.count }, plan.note);
+    serving =
+      plan.count === 1
+        ? await serveInProcess(options, log, hooks, plan.note)
+        : await (await import('./workers/supervisor.js')).serveWithWorkers(options, plan.count, log, hooks, plan.note);
     if (config.get<boolean>('metrics.enabled')) {
       // Ready: listening (we are past that), not shutting down, and the upstream answers a dial.
       const ready = async (): Promise<string | null> =>
         stopping !== null ? 'shutting down' : checkUpstream(upstream, Math.min(2000, current.get<number>('upstream.connect_timeout_ms')));
-      const endpoint = await serveMetrics(createMetrics(pooler, quicRows), config.get<string>('metrics.host'), config.get<number>('metrics.port'), ready);
+      const endpoint = await serveMetrics(serving.metrics, config.get<string>('metrics.host'), config.get<number>('metrics.port'), ready);
       cleanup.push(() => endpoint.close());
       log.info({ url: `http://${config.get<string>('metrics.host')}:${endpoint.port}/metrics` }, 'metrics endpoint');
     }
@@ -268,11 +216,16 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   process.on('SIGHUP', reloadLogged);
 
   const ms = Math.round(performance.now() - started);
-  const tcpPort = listeners[0]?.listener.address().port ?? 0;
-  const quicPort = quicListeners[0]?.listener.address().port;
-  log.info({ tcp: `${host}:${tcpPort}`, quic: quicPort === undefined ? 'off' : `${host}:${quicPort}`, startupMs: ms }, 'quicpool ready');
-  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, cert, adminDb: config.get<string>('admin.database'), ms, upstream: { where: describeUpstream(upstream), user: [...config.users.keys()][0], admin: [...adminUsers][0] } });
+  const { tcpPort, quicPort, layout } = serving;
+  log.info({ tcp: `${host}:${tcpPort}`, quic: quicPort === undefined ? 'off' : `${host}:${quicPort}`, workers: layout.count, quicWorkers: layout.quic, startupMs: ms }, 'quicpool ready');
+  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, layout, cert, adminDb: config.get<string>('admin.database'), ms, upstream: { where: describeUpstream(upstream), user: [...config.users.keys()][0], admin: [...adminUsers][0] } });
   return exited;
+}
+
+/** The engine's own checks (it throws ConfigError naming the key); the config itself goes on as written. */
+function checkedPoolerConfig(c: PoolerConfig): PoolerConfig {
+  resolvePoolerConfig(c);
+  return c;
 }
 
 function printBanner(b: {
@@ -280,6 +233,7 @@ function printBanner(b: {
   host: string;
   tcpPort: number;
   quicPort: number | undefined;
+  layout: WorkerLayout;
   cert: ServerCertificate;
   adminDb: string;
   ms: number;
@@ -306,6 +260,8 @@ function printBanner(b: {
   const admin = first !== undefined ? auth : login(b.upstream.admin);
   lines.push(`Admin:    psql 'postgresql://${admin}@${connectHost}:${b.tcpPort}/${b.adminDb}' -c 'SHOW POOLS'`);
   lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
+  const quicWorkers = b.layout.quic === 'off' ? '' : `, QUIC ${b.layout.quic}`;
+  lines.push(`Workers:  ${b.layout.count === 1 ? '1 (in the main thread)' : `${b.layout.count} threads on the same ports${quicWorkers}`}; SHOW WORKERS in the admin console${b.layout.note === null ? '' : ` (${b.layout.note})`}`);
   if (b.cert.caPath !== undefined) lines.push(`CA:       ${b.cert.caPath} (development certificate, server name localhost)`);
   lines.push(`Fingerprint (SHA-256): ${b.cert.fingerprint}`, 'Press Ctrl-C to stop (twice: at once).');
   process.stdout.write(`${lines.join('\n')}\n`);

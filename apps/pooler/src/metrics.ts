@@ -1,19 +1,30 @@
 // Prometheus metrics (prom-client): pool, client, server, transaction, latency and QUIC figures,
 // labelled by database, user and transport. Gauges are read from the pooler at scrape time;
-// transaction counters and histograms are fed by the pooler's transaction events.
+// transaction counters and histograms are fed by the pooler's transaction events. With worker
+// threads each worker keeps these for its pooler and the main thread adds them up (summed; the
+// RTT averaged, PAUSE the maximum), beside the process's own metrics and one series per worker.
 import { createServer } from 'node:http';
 import type { Server, ServerResponse } from 'node:http';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ClientRow, Pooler, QuicListenerRow } from '@quicpool/pooler';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ClientRow, Pooler, QuicListenerRow, WorkerRow } from '@quicpool/pooler';
 
 export interface MetricsEndpoint {
   readonly port: number;
   close(): Promise<void>;
 }
 
-export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerRow[]): Registry {
+/** What a metrics endpoint serves: the exposition text and its content type. */
+export type Exposition = () => Promise<{ contentType: string; body: string }>;
+
+export const expositionOf = (registry: Registry): Exposition => async () => ({ contentType: registry.contentType, body: await registry.metrics() });
+
+/**
+ * The pooler's metrics. `process: false` leaves out the process's own (CPU, memory, event loop):
+ * a worker thread's would be the process's, counted once per worker.
+ */
+export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerRow[], o: { process?: boolean } = {}): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'quicpool_' });
+  if (o.process ?? true) collectDefaultMetrics({ register: registry, prefix: 'quicpool_' });
   const poolLabels = ['database', 'user'] as const;
 
   const poolGauge = (name: string, help: string, pick: (p: ReturnType<Pooler['stats']>['pools'][number]) => number): void => {
@@ -86,7 +97,7 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   pooler.events.client.add((e) => {
     if (e.type === 'loginFailed' && e.sqlstate !== null) loginFailures.inc({ stage: e.stage, transport: e.info.kind });
   });
-  new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], collect() { this.set(pooler.view().paused ? 1 : 0); } });
+  new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], aggregator: 'max', collect() { this.set(pooler.view().paused ? 1 : 0); } });
 
   // Per transaction the listener only appends two numbers to a preallocated buffer of its
   // (database, user, transport) — found through nested maps, no key string, no labels object.
@@ -161,12 +172,13 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
     if (buf.n === BATCH) flush(buf);
   });
 
-  const quicGauge = (name: string, help: string, pick: (q: QuicListenerRow) => number): void => {
+  const quicGauge = (name: string, help: string, pick: (q: QuicListenerRow) => number, aggregator: 'sum' | 'average' = 'sum'): void => {
     new Gauge({
       name,
       help,
       labelNames: ['listener'],
       registers: [registry],
+      aggregator,
       collect() {
         this.reset();
         for (const q of quic()) this.set({ listener: q.listener }, pick(q));
@@ -179,9 +191,52 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   quicGauge('quicpool_quic_datagrams_in_total', 'UDP datagrams received (monotonic).', (q) => q.datagramsIn);
   quicGauge('quicpool_quic_datagrams_out_total', 'UDP datagrams sent (monotonic).', (q) => q.datagramsOut);
   quicGauge('quicpool_quic_datagrams_dropped_total', 'Datagrams for no known connection (monotonic).', (q) => q.datagramsDropped);
-  quicGauge('quicpool_quic_rtt_ms', 'Mean smoothed RTT of the open QUIC connections (ms; 0 without connections).', (q) => q.avgRttMs ?? 0);
+  quicGauge('quicpool_quic_rtt_ms', 'Mean smoothed RTT of the open QUIC connections (ms; 0 without connections).', (q) => q.avgRttMs ?? 0, 'average');
   quicGauge('quicpool_quic_packets_lost', 'Packets declared lost by the open QUIC connections.', (q) => q.packetsLost);
   return registry;
+}
+
+/** One series per worker (SHOW WORKERS as metrics), in the registry of the daemon's main thread. */
+export function workerMetrics(registry: Registry, rows: () => Promise<readonly WorkerRow[]>): void {
+  // One question to the workers per scrape: the gauges are collected together and share it.
+  let asked: { at: number; rows: Promise<readonly WorkerRow[]> } | null = null;
+  const rowsNow = (): Promise<readonly WorkerRow[]> => {
+    const now = performance.now();
+    if (asked === null || now - asked.at > 500) asked = { at: now, rows: rows() };
+    return asked.rows;
+  };
+  const perWorker = (name: string, help: string, pick: (w: WorkerRow) => number | null): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['worker'],
+      registers: [registry],
+      async collect() {
+        const latest = await rowsNow();
+        this.reset();
+        for (const w of latest) {
+          const v = pick(w);
+          if (v !== null) this.set({ worker: String(w.worker) }, v);
+        }
+      },
+    });
+  };
+  perWorker('quicpool_worker_up', '1 while the worker runs (0 while it starts, stops or is replaced).', (w) => (w.state === 'running' ? 1 : 0));
+  perWorker('quicpool_worker_clients', 'Client sessions of the worker.', (w) => w.clients);
+  perWorker('quicpool_worker_servers', 'Server connections of the worker.', (w) => w.servers);
+  perWorker('quicpool_worker_cpu_seconds_total', 'CPU time of the worker\'s thread (monotonic while it lives).', (w) => (w.cpuMs === null ? null : w.cpuMs / 1000));
+  perWorker('quicpool_worker_restarts_total', 'Times the worker died and was replaced (monotonic).', (w) => w.restarts);
+}
+
+/** The daemon's exposition with worker threads: the workers' metrics added up, and the main thread's own. */
+export function aggregatedExposition(main: Registry, workers: () => Promise<readonly (readonly Record<string, unknown>[])[]>): Exposition {
+  return async () => {
+    const parts = await workers();
+    // prom-client's cluster aggregation: counters, gauges and histograms summed unless the metric says otherwise.
+    const summed = AggregatorRegistry.aggregate(parts.map((p) => [...p]) as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+    const merged = Registry.merge([main, summed as Registry]);
+    return { contentType: merged.contentType, body: await merged.metrics() };
+  };
 }
 
 /** What /readyz reports: null when ready, else why not (the answer is 503 with that reason). */
@@ -192,15 +247,15 @@ export type Readiness = () => Promise<string | null>;
  * /readyz (200 when the pooler listens, is not shutting down and reaches the upstream; else 503
  * with the reason: readiness for a load balancer or Kubernetes).
  */
-export async function serveMetrics(registry: Registry, host: string, port: number, ready: Readiness = () => Promise.resolve(null)): Promise<MetricsEndpoint> {
+export async function serveMetrics(exposition: Exposition, host: string, port: number, ready: Readiness = () => Promise.resolve(null)): Promise<MetricsEndpoint> {
   const text = (res: ServerResponse, status: number, body: string): void => void res.writeHead(status, { 'content-type': 'text/plain' }).end(body);
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET') return text(res, 405, 'GET /metrics, /healthz or /readyz\n');
     switch (path) {
       case '/metrics':
-        registry.metrics().then(
-          (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+        exposition().then(
+          ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
           (e: unknown) => text(res, 500, String(e)),
         );
         return;

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
-import { startDaemon } from './daemon.js';
+import { startDaemon, testWorkers } from './daemon.js';
 import type { Daemon } from './daemon.js';
 
 const upstream = inject('pg');
@@ -66,12 +66,12 @@ describe('admin console', () => {
       expect(mine).toMatchObject({ user: upstream.user, cl_active: '1', sv_active: '1', pool_mode: 'transaction' });
 
       const clients = await admin.query('SHOW CLIENTS');
-      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport', 'pinned']);
+      expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport', 'pinned', 'worker']);
       expect(clients.rows).toContainEqual(expect.objectContaining({ type: 'C', database: upstream.database, state: 'active', addr: '127.0.0.1', local_port: String(port), tls: '', transport: 'tcp' }));
       expect(clients.rows).toContainEqual(expect.objectContaining({ database: 'quicpool', user: upstream.user }));
 
       const servers = await admin.query('SHOW SERVERS');
-      expect(servers.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'remote_pid']);
+      expect(servers.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'remote_pid', 'worker']);
       const active = servers.rows.find((r: Record<string, string>) => r['state'] === 'active');
       expect(active).toMatchObject({ type: 'S', database: upstream.database, port: String(upstream.port) });
       const { rows: pid } = await app.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
@@ -92,8 +92,9 @@ describe('admin console', () => {
       expect(config.rows).toContainEqual(expect.objectContaining({ key: `users.${upstream.user}.password`, value: '********' }));
 
       const quic = await admin.query('SHOW QUIC');
-      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions', 'avg_rtt_ms', 'max_rtt_ms', 'packets_sent', 'packets_lost']);
-      expect(quic.rows).toEqual([expect.objectContaining({ listener: 'quic', connections: '0' })]);
+      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'worker', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions', 'avg_rtt_ms', 'max_rtt_ms', 'packets_sent', 'packets_lost']);
+      // One row per worker's QUIC endpoint.
+      expect(quic.rows).toEqual(Array.from({ length: testWorkers }, (_, w) => expect.objectContaining({ listener: 'quic', worker: String(w), connections: '0' })));
 
       await expect(admin.query('SHOW NONSENSE')).rejects.toThrow(/expected POOLS, STATS/);
     } finally {
@@ -111,8 +112,12 @@ describe('admin console', () => {
       const q = new pg.Client({ user: upstream.user, password: upstream.password, database: upstream.database, stream: () => forNodePostgres(stream) });
       await q.connect();
       await q.query('SELECT 1');
-      const quic = await admin.query('SHOW QUIC');
+      const { rows: endpoints } = await admin.query('SHOW QUIC');
       const lifetimeMs = performance.now() - opened;
+      // The worker the connection's first DCID steered it to has it; any other has none.
+      const row = endpoints.find((r: Record<string, string>) => r['connections'] === '1');
+      expect(endpoints.filter((r: Record<string, string>) => r['connections'] !== '0')).toHaveLength(1);
+      const quic = { rows: [row] };
       expect(quic.rows[0]).toMatchObject({ listener: 'quic', connections: '1', streams: '1', handshakes: '1' });
       expect(Number(quic.rows[0]?.['datagrams_in'])).toBeGreaterThan(2);
       // One connection, nothing lost. Its smoothed RTT averages samples taken within its life, so

@@ -5,6 +5,13 @@ import { fileURLToPath } from 'node:url';
 
 export const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
+/**
+ * Workers of the daemons this run starts: the `quicpool` project runs the suite with one (all in
+ * the main thread), `quicpool-workers2` with two worker threads (QUICPOOL_TEST_WORKERS=2, see
+ * vitest.workers2.config.ts). A test that needs a given count passes --set workers.count itself.
+ */
+export const testWorkers = Number(process.env['QUICPOOL_TEST_WORKERS'] ?? '1');
+
 export interface Daemon {
   readonly child: ChildProcess;
   /** Everything printed so far (stdout + stderr). */
@@ -47,7 +54,8 @@ process.once('exit', () => {
  * started from a terminal does), so a test can signal the whole group as Ctrl-C does.
  */
 export function startDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { readonly detached?: boolean } = {}): Promise<Daemon> {
-  return startCommand('start', args, /quicpool is ready/, env, options);
+  const workers = args.some((a) => a.startsWith('workers.count=')) ? [] : ['--set', `workers.count=${testWorkers}`];
+  return startCommand('start', [...workers, ...args], /quicpool is ready/, env, options);
 }
 
 /** `quicpool <command> ...args`, once `ready` appears in its output. */

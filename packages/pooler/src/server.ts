@@ -1,7 +1,9 @@
 // The pooler: accepts client sessions from any number of listeners (TCP, TLS, QUIC, memory) and
 // serves them from pools of real server connections. This file assembles the pieces (the core,
-// one driver per session, listeners) and owns the shutdown sequence.
-import type { SessionListener } from '@quicpool/transport';
+// one driver per session, listeners) and owns the shutdown sequence. A pooler is one worker of a
+// daemon (`worker`: the daemon runs one per thread), or several cores in this thread (`workers`).
+import { randomUUID } from 'node:crypto';
+import type { SessionListener, SessionStream } from '@quicpool/transport';
 import { resolvePoolerConfig } from './config/pooler-config.js';
 import type { PoolerConfig, ResolvedPoolerConfig } from './config/pooler-config.js';
 import { realClock } from './core/clock.js';
@@ -11,6 +13,9 @@ import type { VirtualDatabase } from './core/pooler-core.js';
 import type { PoolerEvents, PoolerView } from './core/view.js';
 import { ClientConnection } from './driver/client-connection.js';
 import type { PoolStats } from './pool/pool.js';
+import { mergeViews } from './workers/merge-views.js';
+import { SharedCounts } from './workers/shared-counts.js';
+import type { PoolerWorker } from './workers/worker.js';
 
 export interface CloseOptions {
   /** Let transactions in progress finish (up to deadlineMs) before closing their clients. Default true. */
@@ -58,45 +63,96 @@ export interface Pooler {
 export interface PoolerOptions {
   /** Time for every timeout and duration. Default: the process's monotonic clock and Node timers. */
   readonly clock?: Clock;
+  /** This pooler is one worker of a daemon whose workers run in threads of their own. */
+  readonly worker?: PoolerWorker;
+  /**
+   * Cores in this thread (default 1). Each has its own pools, timers and cancel keys and they
+   * share the daemon-wide limits and server budget exactly as a daemon's workers do (same
+   * shared counts, same peer channel). A new session goes to the core with the fewest sessions
+   * (the first of those), all sessions of a QUIC connection to the core of its first. For tests of
+   * that sharing and for embedding; the daemon runs one per thread (there the kernel spreads
+   * connections).
+   */
+  readonly workers?: number;
+}
+
+function makeCores(config: ResolvedPoolerConfig, clock: Clock, o: PoolerOptions): PoolerCore[] {
+  if (o.worker !== undefined) {
+    if (o.workers !== undefined && o.workers !== 1) throw new RangeError('worker and workers exclude each other');
+    return [new PoolerCore(config, clock, o.worker)];
+  }
+  const count = o.workers ?? 1;
+  if (count === 1) return [new PoolerCore(config, clock)];
+  const shared = SharedCounts.allocate(count) as SharedArrayBuffer;
+  const groupId = randomUUID();
+  const cores = Array.from({ length: count }, (_, index) => new PoolerCore(config, clock, { index, count, shared, groupId }));
+  // One set of listeners for all: an observer sees every core's events.
+  for (const c of cores.slice(1)) c.events = cores[0]!.events;
+  return cores;
 }
 
 export function createPooler(config: PoolerConfig, options: PoolerOptions = {}): Pooler {
-  const core = new PoolerCore(resolvePoolerConfig(config), options.clock ?? realClock);
+  const cores = makeCores(resolvePoolerConfig(config), options.clock ?? realClock, options);
+  const first = cores[0]!;
   const listeners = new Set<SessionListener>();
   let closing: Promise<void> | null = null;
   /** The graceful drain in progress: close({ graceful: false }) cuts it short. */
   let drain: { cut(): void } | null = null;
+  /** Where each QUIC connection's sessions go (all to one core, as steering does), and how many are open. */
+  const quicConnections = new Map<string, { core: PoolerCore; open: number }>();
+  const leastBusy = (): PoolerCore => {
+    let best = first;
+    for (const c of cores) if (c.sessionCount < best.sessionCount) best = c;
+    return best;
+  };
+  /** The core a new session goes to: the least busy, or the one its QUIC connection's sessions are on. */
+  const coreFor = (stream: SessionStream): PoolerCore => {
+    if (cores.length === 1) return first;
+    const cid = stream.info.quic?.connectionId;
+    if (cid === undefined) return leastBusy();
+    let entry = quicConnections.get(cid);
+    if (entry === undefined) quicConnections.set(cid, (entry = { core: leastBusy(), open: 0 }));
+    entry.open++;
+    const e = entry;
+    stream.once('close', () => {
+      if (--e.open === 0) quicConnections.delete(cid);
+    });
+    return e.core;
+  };
 
   async function doClose(o: CloseOptions): Promise<void> {
     const graceful = o.graceful ?? true;
-    core.stopAccepting();
+    for (const c of cores) c.stopAccepting();
     const listenersClosed = [...listeners].map((l) => l.close({ graceful: true }));
-    core.shutdownClients(graceful);
+    for (const c of cores) c.shutdownClients(graceful);
     if (graceful) {
-      core.closePools(false);
-      const wait = core.clientsGone(o.deadlineMs ?? 30_000);
-      drain = wait;
-      await wait.done;
+      for (const c of cores) c.closePools(false);
+      const waits = cores.map((c) => c.clientsGone(o.deadlineMs ?? 30_000));
+      drain = { cut: () => waits.forEach((w) => w.cut()) };
+      await Promise.all(waits.map((w) => w.done));
       drain = null;
-      core.shutdownClients(false);
+      for (const c of cores) c.shutdownClients(false);
     }
-    core.closePools(true);
-    await core.clientsGone(5_000).done;
-    await Promise.all([...listenersClosed, core.settled()]);
+    for (const c of cores) c.closePools(true);
+    await Promise.all(cores.map((c) => c.clientsGone(5_000).done));
+    await Promise.all([...listenersClosed, ...cores.map((c) => c.settled())]);
+    for (const c of cores) c.leaveGroup();
   }
+
+  const view = (): PoolerView => (cores.length === 1 ? first.view() : mergeViews(cores.map((c) => c.view())));
 
   return {
     get config(): ResolvedPoolerConfig {
-      return core.config;
+      return first.config;
     },
-    events: core.events,
-    view: () => core.view(),
-    pause: (timeoutMs) => core.pause(timeoutMs),
-    resume: () => core.resume(),
-    serveDatabase: (database, vdb) => core.addVirtualDatabase(database, vdb),
+    events: first.events,
+    view,
+    pause: async (timeoutMs) => (await Promise.all(cores.map((c) => c.pause(timeoutMs)))).every(Boolean),
+    resume: () => cores.forEach((c) => c.resume()),
+    serveDatabase: (database, vdb) => cores.forEach((c) => c.addVirtualDatabase(database, vdb)),
     reconfigure(next: PoolerConfig): ResolvedPoolerConfig {
       const resolved = resolvePoolerConfig(next);
-      core.config = resolved;
+      for (const c of cores) c.config = resolved;
       return resolved;
     },
     listen(listener: SessionListener): void {
@@ -107,6 +163,7 @@ export function createPooler(config: PoolerConfig, options: PoolerOptions = {}):
           stream.destroy();
           return;
         }
+        const core = coreFor(stream);
         core.add(new ClientConnection(stream, core));
       });
     },
@@ -116,7 +173,7 @@ export function createPooler(config: PoolerConfig, options: PoolerOptions = {}):
       return closing;
     },
     stats(): PoolerStats {
-      const v = core.view();
+      const v = view();
       return {
         clients: v.clients.length,
         clientsAcceptedTotal: v.clientsAcceptedTotal,

@@ -39,7 +39,7 @@ test('SeenIds remembers client stream ids in and out of order with a bounded set
 });
 
 test('retry tokens validate only for the same address, unmodified and fresh', () => {
-  const tokens = new RetryTokens(10_000);
+  const tokens = new RetryTokens(undefined, 10_000);
   const odcid = randomBytes(16);
   const t = tokens.mint(odcid, '127.0.0.1', 5000, 1_000_000);
   expect(tokens.validate(t, '127.0.0.1', 5000, 1_001_000)).toEqual(Uint8Array.from(odcid));

@@ -71,6 +71,8 @@ export interface RawSocketOptions {
   family: 4 | 6;
   address: string;
   port: number;
+  /** Adopt a dup() of this bound socket instead of making one. */
+  fd?: number;
   connectAddress?: string;
   connectPort?: number;
   recvBufferBytes: number;
@@ -96,8 +98,33 @@ export interface RawSocket {
   stats(): UdpStats;
 }
 
+/** Options of `reuseportGroup` (see groups.c). */
+export interface RawGroupOptions {
+  protocol: 'udp' | 'tcp';
+  family: 4 | 6;
+  address: string;
+  port: number;
+  count: number;
+  backlog?: number;
+  recvBufferBytes?: number;
+  sendBufferBytes?: number;
+  /** Classic BPF, four int32 per instruction: code, jt, jf, k. UDP only. */
+  program?: Int32Array;
+}
+
+export interface RawGroup {
+  fds: number[];
+  port: number;
+  /** null: no program given; 0: attached; else the errno of SO_ATTACH_REUSEPORT_CBPF. */
+  steering: number | null;
+}
+
 export interface UdpBinding {
   UdpSocket: new (options: RawSocketOptions) => RawSocket;
+  /** Absent in builds older than the socket groups. */
+  reuseportGroup?(options: RawGroupOptions): RawGroup;
+  dupFd?(fd: number): number;
+  closeFd?(fd: number): void;
   formatAddress(family: number, a0: number, a1: number, a2: number, a3: number): string;
   parseAddress(text: string, out: Int32Array): boolean;
   /** SO_PEERCRED of a connected unix socket; null when the fd has none. Absent in older builds. */

@@ -19,9 +19,14 @@ export interface UdpAddress {
 }
 
 export interface BatchedUdpOptions {
-  /** IP literal to bind ('0.0.0.0', '::', '127.0.0.1' ...). */
+  /** IP literal to bind ('0.0.0.0', '::', '127.0.0.1' ...); with `fd`, the socket's own address family. */
   address: string;
   port?: number;
+  /**
+   * Adopt a dup() of this bound UDP socket (a member of a `reuseportGroup`) instead of making and
+   * binding one; closing this socket closes only the dup.
+   */
+  fd?: number;
   /** Connect the socket to one peer (a client): sends then need no address. */
   connect?: { address: string; port: number };
   /** Kernel buffers (SO_RCVBUF/SO_SNDBUF; beyond rmem_max/wmem_max when root). Default 4 MiB. */
@@ -83,6 +88,7 @@ export class BatchedUdpSocket {
       family: this.family,
       address: o.address,
       port: o.port ?? 0,
+      ...(o.fd !== undefined ? { fd: o.fd } : {}),
       ...(o.connect !== undefined ? { connectAddress: o.connect.address, connectPort: o.connect.port } : {}),
       recvBufferBytes: o.recvBufferBytes ?? 4 * 1024 * 1024,
       sendBufferBytes: o.sendBufferBytes ?? 4 * 1024 * 1024,
@@ -226,7 +232,7 @@ export function udpAddress(host: string, port: number): (UdpAddress & { host: st
   return { family: out[0] === 6 ? 6 : 4, port, w0: out[1]!, w1: out[2]!, w2: out[3]!, w3: out[4]!, host };
 }
 
-function errnoException(errno: number, syscall: string): NodeJS.ErrnoException {
+export function errnoException(errno: number, syscall: string): NodeJS.ErrnoException {
   let code = 'EIO';
   try {
     code = getSystemErrorName(errno);

@@ -56,8 +56,8 @@ export const SCHEMA = {
   },
   pool: {
     mode: k('enum', 'transaction', true, 'When a client gets a server connection: per transaction or for its whole session.', ['transaction', 'session']),
-    size: k('int', 20, true, 'Server connections per (database, user) pool.'),
-    min_size: k('int', 0, true, 'Server connections kept open once the pool exists.'),
+    size: k('int', 20, true, 'Server connections per (database, user) pool, for the whole daemon (its workers share them: one whose clients wait gets connections another holds idle, and busy ones are shared out as transactions end).'),
+    min_size: k('int', 0, true, 'Server connections kept open once the pool exists (in the whole daemon).'),
     query_wait_timeout_ms: k('int', 120_000, true, 'Longest wait for a server connection (ms; 0 = forever), then 57014.'),
     server_idle_timeout_ms: k('int', 600_000, true, 'Idle server connections closed after (ms; 0 = never).'),
     server_lifetime_ms: k('int', 3_600_000, true, 'Server connections closed on release after (ms; 0 = never).'),
@@ -69,8 +69,12 @@ export const SCHEMA = {
     query_timeout_ms: k('int', 0, true, 'Request unanswered after this closes client and server connection (ms; 0 = off).'),
     session_state_policy: k('enum', 'pin', true, 'Transaction pooling, a statement that leaves state in the server session (SET of an untracked setting, SQL PREPARE, LISTEN, LOAD, session advisory locks, set_config(), temp tables, WITH HOLD cursors): "pin" keeps that server connection for the client until it disconnects (safe; SHOW CLIENTS `pinned` and the metric quicpool_clients_pinned say so), "reject" answers the statement with ERROR 0A000, "reset" runs it and resets the connection (server_reset_query) when the transaction ends: the client silently loses the state. New sessions get a RELOADed value. Per database: [databases.NAME].', ['pin', 'reject', 'reset']),
   },
+  workers: {
+    count: k('int', 0, false, 'Worker threads, each with its own event loop, pools, listeners and timers, all on the same TCP and UDP port (SO_REUSEPORT; QUIC datagrams steered to their connection\'s worker by connection id). 0 = one per core (os.availableParallelism()); 1 = everything in the main thread. Limits, the server budget (pool.size, limits.max_server_connections), cancels, the admin console and /metrics hold for the whole daemon. Without the native UDP module quicpool runs one worker and logs why.'),
+  },
   limits: {
     max_client_connections: k('int', 10_000, true, 'Client sessions over all pools; the next gets 53300.'),
+    max_server_connections: k('int', 0, true, 'Server connections over all pools and workers (PgBouncer\'s max_db_connections, for every database together); a pool that would go past it waits, and idle server connections of other pools are closed to make room. 0 = no limit.'),
     max_clients_per_pool: k('int', 0, true, 'Client sessions per (database, user); 0 = no limit.'),
     max_message_size: k('int', 64 * 1024 * 1024, true, 'Largest client message (bytes).'),
     auth_timeout_ms: k('int', 60_000, true, 'Startup + authentication deadline (ms).'),

@@ -5,6 +5,7 @@ import type { RawMessage } from '@quicpool/wire';
 import { createMemoryPair } from '@quicpool/transport';
 import { describe, expect, it, vi } from 'vitest';
 import { WriteBatcher } from '../core/write-batcher.js';
+import { ManualClock } from '../../test/support/manual-clock.js';
 import { Backend } from './backend.js';
 import type { BackendOwner } from './backend.js';
 
@@ -33,7 +34,7 @@ function attached(owner: BackendOwner): { backend: Backend; server: ReturnType<t
   const closed: string[] = [];
   const backend = new Backend(
     { stream: ours, decoder: new BackendDecoder(), parameters: new Map(), processId: 1, secretKey: Buffer.alloc(4), input: null },
-    0,
+    new ManualClock(),
     new WriteBatcher(),
     // As the pool does: a closed backend is 'closed' (its stream's own close event then changes nothing).
     { onResetDone: () => undefined, onClosed: (b, reason) => { b.state = 'closed'; closed.push(reason); } },

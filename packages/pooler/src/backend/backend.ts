@@ -4,6 +4,7 @@ import { bufferView, decodeBackendMessage, encodeFrontend, MessageType, readyFor
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import type { BatchedWriter, WriteBatcher } from '../core/write-batcher.js';
+import type { Clock } from '../core/clock.js';
 import type { BackendConnection } from './connect.js';
 import type { EncodedError } from '../session/types.js';
 import type { SocketInput } from './socket-input.js';
@@ -65,6 +66,8 @@ export class Backend {
   holder: Waiter | null = null;
   assignedAt = 0;
   waitMs = 0;
+  /** Maintenance closes it and reserved that in the daemon-wide count (see Pool.mayCloseIdle). */
+  closeReserved = false;
   /** While resetting: ReadyForQuery messages still expected, and whether any query failed. */
   resetPending = 0;
   resetFailed = false;
@@ -79,10 +82,16 @@ export class Backend {
 
   constructor(
     c: BackendConnection,
-    now: number,
+    private readonly clock: Clock,
     private readonly batcher: WriteBatcher,
-    private readonly events: { onResetDone(b: Backend): void; onClosed(b: Backend, reason: string): void },
+    private readonly events: {
+      onResetDone(b: Backend): void;
+      onClosed(b: Backend, reason: string): void;
+      /** The connection is closed (see close and closeWhenServerDone). */
+      onGone?(b: Backend): void;
+    },
   ) {
+    const now = clock.now();
     this.stream = c.stream;
     this.decoder = c.decoder;
     this.processId = c.processId;
@@ -105,7 +114,10 @@ export class Backend {
     c.stream.on('error', (e: Error) => this.lost(e.message));
     // The transport keeps half-open streams open; a server never half-closes, so its end is the end.
     c.stream.on('end', () => this.lost('server closed the connection'));
-    c.stream.on('close', () => this.lost('server closed the connection'));
+    c.stream.on('close', () => {
+      this.lost('server closed the connection');
+      this.events.onGone?.(this);
+    });
   }
 
   /** Forwarded client messages: collected and written once per event-loop turn. */
@@ -133,12 +145,25 @@ export class Backend {
     this.stream.once('drain', fn);
   }
 
-  /** Closes the connection politely (Terminate) or abruptly; the pool hears of it via onClosed. */
+  /** Closes the connection (Terminate, then our end); the pool hears of it via onClosed. */
   close(): void {
     if (this.stream.destroyed) return;
     this.writer.end(TERMINATE);
     // A server that does not close its end after Terminate must not hold the connection open.
     this.stream.once('finish', () => this.stream.destroy());
+  }
+
+  /**
+   * Closes an idle connection and lets the server close its end: it does so once its backend
+   * process has exited, so the connection is gone from pg_stat_activity when `onGone` reports it
+   * (the server budget handed to another worker is never two connections at once). A server that
+   * keeps its end open longer than TERMINATE_WAIT_MS is cut off.
+   */
+  closeWhenServerDone(): void {
+    if (this.stream.destroyed) return;
+    this.writer.end(TERMINATE);
+    const timer = this.clock.setTimer(() => this.stream.destroy(), TERMINATE_WAIT_MS);
+    this.stream.once('close', () => this.clock.clearTimer(timer));
   }
 
   /**
@@ -247,3 +272,5 @@ export class Backend {
 }
 
 const TERMINATE = encodeFrontend({ type: 'Terminate' });
+/** How long a server may take to close its end after Terminate before we drop the connection. */
+const TERMINATE_WAIT_MS = 5_000;

@@ -1,6 +1,8 @@
 // The pooler's own cancel keys: random, unguessable, one per client session. A CancelRequest
 // carrying one is turned into a CancelRequest with the real backend's key, sent to the server on
-// a connection of its own (the protocol's way), through the same dialer as the backends.
+// a connection of its own (the protocol's way), through the same dialer as the backends. With
+// several workers the low byte of a key's process id names the worker that holds the session, so
+// a CancelRequest that lands on another worker is passed to that one (PgBouncer's peering).
 import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { encodeStartupPacket } from '@quicpool/wire';
 import { dialServer } from '../backend/dial.js';
@@ -11,10 +13,21 @@ import type { CancelKey } from '../session/types.js';
 export class CancelRegistry<T> {
   private readonly byProcessId = new Map<number, { readonly secretKey: Buffer; readonly target: T }>();
 
+  /** The keys of worker `worker` of `workers` (at most 256: the worker is the process id's low byte). */
+  constructor(
+    private readonly worker = 0,
+    private readonly workers = 1,
+  ) {}
+
+  /** The worker that holds the session a key's process id belongs to. */
+  workerOf(processId: number): number {
+    return this.workers === 1 ? 0 : processId & 0xff;
+  }
+
   /** A fresh key for `target`: 4-byte secret for protocol 3.0, 32 bytes from 3.2 on. */
   register(target: T, protocolMinor: number): CancelKey {
     let processId: number;
-    do processId = randomInt(1, 0x7fffffff);
+    do processId = this.workers === 1 ? randomInt(1, 0x7fffffff) : (randomInt(1, 1 << 23) << 8) | this.worker;
     while (this.byProcessId.has(processId));
     const secretKey = randomBytes(protocolMinor >= 2 ? 32 : 4);
     this.byProcessId.set(processId, { secretKey, target });

@@ -102,6 +102,12 @@ export interface PoolerConfig {
   /** Client sessions per (database, user) pool; 0 = no per-pool limit (default). */
   readonly maxClientsPerPool?: number;
   /**
+   * Server connections over all pools (PgBouncer's max_db_connections, for every database
+   * together): a pool that would exceed it waits, and idle connections of other pools are closed
+   * to make room. 0 = no limit (default). Like poolSize, it holds for all workers of a daemon.
+   */
+  readonly maxServerConnections?: number;
+  /**
    * Allow the `password` and `md5` methods on unencrypted TCP (they expose the password or a
    * replayable hash to anyone on the path). Default false. SCRAM is allowed on every transport.
    */
@@ -158,6 +164,7 @@ export interface ResolvedPoolerConfig {
   readonly authQuery: AuthQuerySettings | undefined;
   readonly maxClientConnections: number;
   readonly maxClientsPerPool: number;
+  readonly maxServerConnections: number;
   readonly allowInsecurePasswordAuth: boolean;
   readonly tls: TlsServerOptions | undefined;
   readonly ignoreStartupParameters: ReadonlySet<string>;
@@ -289,6 +296,7 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
     authQuery,
     maxClientConnections: count('maxClientConnections', c.maxClientConnections ?? 10_000, 1),
     maxClientsPerPool: count('maxClientsPerPool', c.maxClientsPerPool ?? 0, 0),
+    maxServerConnections: count('maxServerConnections', c.maxServerConnections ?? 0, 0),
     allowInsecurePasswordAuth: c.allowInsecurePasswordAuth ?? false,
     tls: c.tls,
     ignoreStartupParameters: new Set(c.ignoreStartupParameters ?? ['extra_float_digits']),

@@ -13,17 +13,24 @@ import type { ServerAddress } from '../backend/dial.js';
 import { CancelRegistry, forwardCancel } from '../cancel/cancel-registry.js';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { Pool } from '../pool/pool.js';
+import type { PoolDependencies } from '../pool/pool.js';
 import type { CancelKey, Refusal, SessionContext } from '../session/types.js';
 import { CycleClock } from './clock.js';
 import type { Clock } from './clock.js';
 import type { ClientEvent, ClientRow, PoolerEvents, PoolerView, PoolRow, ServerRow } from './view.js';
 import { WriteBatcher } from './write-batcher.js';
+import { Budgets } from '../workers/budgets.js';
+import { joinPeers } from '../workers/peers.js';
+import type { PeerMessage, Peers } from '../workers/peers.js';
+import { SharedCounts } from '../workers/shared-counts.js';
+import type { Slot } from '../workers/shared-counts.js';
+import type { PoolerWorker } from '../workers/worker.js';
 
 /** What the core needs from a client session's driver. */
 export interface ClientHandle {
   readonly info: SessionInfo;
-  /** Its row of SHOW CLIENTS, now. */
-  row(): ClientRow;
+  /** Its row of SHOW CLIENTS, now (the core adds its worker). */
+  row(): Omit<ClientRow, 'worker'>;
   /** Pooler shutdown: graceful lets a transaction in progress finish first. */
   shutdown(graceful: boolean): void;
   /** The server key of the request the session runs right now, or null: what a CancelRequest interrupts. */
@@ -41,13 +48,25 @@ export interface VirtualDatabase {
 
 const poolKey = (database: string, user: string): string => `${database}\0${user}`;
 
+/** The only worker: nobody to talk to (its own news reaches it through Budgets). */
+const NO_PEERS: Peers = { post: () => undefined, close: () => undefined };
+
 export class PoolerCore {
   /** The pooler's clock, read once per read cycle of the batcher (see CycleClock). */
   readonly clock: CycleClock;
   readonly batcher: WriteBatcher;
-  readonly events: PoolerEvents = { client: new Set(), transaction: new Set() };
+  /** Replaced by the first core's when several share a thread (see createPooler). */
+  events: PoolerEvents = { client: new Set(), transaction: new Set() };
   private readonly clients = new Set<ClientHandle>();
-  private readonly cancelKeys = new CancelRegistry<ClientHandle>();
+  private readonly cancelKeys: CancelRegistry<ClientHandle>;
+  /** This worker's index (0 for the only one). */
+  readonly workerIndex: number;
+  /** Daemon-wide counts: clients and server connections (see workers/shared-counts.ts). */
+  private readonly counts: SharedCounts;
+  private readonly peers: Peers;
+  private readonly budgets: Budgets;
+  /** This worker's references to the shared table, per pool key: admitted clients plus its pool. */
+  private readonly slots = new Map<string, { readonly slot: Slot; refs: number }>();
   private readonly pools = new Map<string, Pool>();
   private readonly virtualDatabases = new Map<string, VirtualDatabase>();
   /** Client sessions admitted per pool key, and in all. */
@@ -76,7 +95,14 @@ export class PoolerCore {
   constructor(
     private current: ResolvedPoolerConfig,
     clock: Clock,
+    worker: PoolerWorker | null = null,
   ) {
+    this.workerIndex = worker?.index ?? 0;
+    const workers = worker?.count ?? 1;
+    this.counts = new SharedCounts(worker?.shared ?? SharedCounts.allocate(1, false), workers);
+    this.peers = worker === null || workers === 1 ? NO_PEERS : joinPeers(worker.groupId, (m) => this.onPeer(m));
+    this.budgets = new Budgets(this.counts, this.workerIndex, this.peers, () => this.current.maxServerConnections);
+    this.cancelKeys = new CancelRegistry<ClientHandle>(this.workerIndex, workers);
     this.clock = new CycleClock(clock);
     this.batcher = new WriteBatcher(this.clock);
     this.authQuery = new AuthQuery(
@@ -119,6 +145,11 @@ export class PoolerCore {
   }
 
   // --- client sessions -------------------------------------------------------------------------
+
+  /** Client sessions open now (in startup or later). */
+  get sessionCount(): number {
+    return this.clients.size;
+  }
 
   add(client: ClientHandle): void {
     this.clientsAcceptedTotal++;
@@ -165,15 +196,21 @@ export class PoolerCore {
 
   private admit(database: string, user: string): Refusal | undefined {
     if (!this.accepting) return { sqlstate: SQLSTATE.CANNOT_CONNECT_NOW, message: 'the pooler is shutting down' };
-    if (this.admittedTotal >= this.config.maxClientConnections) {
-      return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' };
-    }
     const key = poolKey(database, user);
-    const n = this.admitted.get(key) ?? 0;
-    const perPool = this.config.maxClientsPerPool;
-    if (perPool > 0 && n >= perPool) {
-      return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: `too many clients for database "${database}" and user "${user}" (maxClientsPerPool ${perPool})` };
+    const slot = this.holdSlot(key);
+    if (slot === null) {
+      return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: `too many pools: the pooler serves at most ${this.counts.slots} (database, user) pairs at once` };
     }
+    // Both limits hold for the whole daemon (every worker counts in the same place).
+    const perPool = this.config.maxClientsPerPool;
+    const admitted = this.counts.admitClient(slot, this.workerIndex, perPool, this.config.maxClientConnections);
+    if (admitted !== 'ok') {
+      this.releaseSlot(key);
+      return admitted === 'global'
+        ? { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' }
+        : { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: `too many clients for database "${database}" and user "${user}" (maxClientsPerPool ${perPool})` };
+    }
+    const n = this.admitted.get(key) ?? 0;
     this.admitted.set(key, n + 1);
     this.admittedTotal++;
     // Authenticated first, refused after: the refusal tells no one but the user itself that it is no admin.
@@ -190,6 +227,9 @@ export class PoolerCore {
     if (this.clients.size === 0) for (const w of this.emptyWaiters.splice(0)) w();
     if (admittedKey === null) return;
     this.admittedTotal--;
+    const entry = this.slots.get(admittedKey);
+    if (entry !== undefined) this.counts.leaveClient(entry.slot, this.workerIndex);
+    this.releaseSlot(admittedKey);
     const n = (this.admitted.get(admittedKey) ?? 1) - 1;
     if (n > 0) return void this.admitted.set(admittedKey, n);
     this.admitted.delete(admittedKey);
@@ -200,7 +240,31 @@ export class PoolerCore {
       pool.close();
       this.pools.delete(admittedKey);
       this.scramKeys.delete(admittedKey);
+      if (!this.virtualDatabases.has(pool.database)) {
+        this.budgets.drop(admittedKey);
+        this.releaseSlot(admittedKey);
+      }
     }
+  }
+
+  /** A reference to `key`'s place in the shared counts (one per admitted client, one for its pool). */
+  private holdSlot(key: string): Slot | null {
+    const held = this.slots.get(key);
+    if (held !== undefined) {
+      held.refs++;
+      return held.slot;
+    }
+    const slot = this.counts.attach(key, this.workerIndex);
+    if (slot === null) return null;
+    this.slots.set(key, { slot, refs: 1 });
+    return slot;
+  }
+
+  private releaseSlot(key: string): void {
+    const held = this.slots.get(key);
+    if (held === undefined || --held.refs > 0) return;
+    this.slots.delete(key);
+    this.counts.detach(held.slot, this.workerIndex);
   }
 
   // --- pools -----------------------------------------------------------------------------------
@@ -219,14 +283,23 @@ export class PoolerCore {
               vdb.serve(server);
               return Promise.resolve({ stream: client, readsInto: false });
             });
-    pool = this.newPool(database, user, {}, connect);
+    // A real pool draws on the daemon-wide server budget; the admin console's is in process.
+    const slot = vdb === undefined ? this.holdSlot(key) : null;
+    const budget = slot === null ? undefined : (p: Parameters<Budgets['forPool']>[2]) => this.budgets.forPool(key, slot, p);
+    pool = this.newPool(database, user, {}, connect, budget);
     if (this.paused && vdb === undefined) pool.pause();
     this.pools.set(key, pool);
     return pool;
   }
 
   /** A pool of real server connections for (database, user), its settings the config's with `own` over them. */
-  private newPool(database: string, user: string, own: Partial<ResolvedPoolerConfig['pool']>, connect = (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock)): Pool {
+  private newPool(
+    database: string,
+    user: string,
+    own: Partial<ResolvedPoolerConfig['pool']>,
+    connect = (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock),
+    budget?: PoolDependencies['budget'],
+  ): Pool {
     const cfg = (): ResolvedPoolerConfig => this.current;
     const key = poolKey(database, user);
     const virtual = this.virtualDatabases.has(database);
@@ -253,6 +326,7 @@ export class PoolerCore {
       connect,
       batcher: this.batcher,
       served: (p, t) => this.served(p, t.waiter, t.waitMs, t.xactMs),
+      ...(budget !== undefined ? { budget } : {}),
     });
   }
 
@@ -323,15 +397,30 @@ export class PoolerCore {
     this.cancelKeys.unregister(processId);
   }
 
-  /** A CancelRequest with one of our keys: cancel that session's request, if it has one running. */
+  /**
+   * A CancelRequest with one of our keys: cancel that session's request, if it has one running.
+   * A key of another worker's session goes to that worker (the key names it).
+   */
   cancel(processId: number, secretKey: Buffer): void {
     this.cancelRequestsTotal++;
+    const owner = this.cancelKeys.workerOf(processId);
+    if (owner !== this.workerIndex) return this.peers.post({ type: 'cancel', to: owner, processId, secretKey });
+    this.cancelHere(processId, secretKey);
+  }
+
+  private cancelHere(processId: number, secretKey: Buffer): void {
     const target = this.cancelKeys.lookup(processId, secretKey)?.runningRequest() ?? null;
     if (target === null) return;
     this.cancelsForwardedTotal++;
     const p = forwardCancel(this.config.server, target, this.config.server.connectTimeoutMs, this.clock);
     this.pendingCancels.add(p);
     void p.then(() => this.pendingCancels.delete(p));
+  }
+
+  /** News from another worker of the daemon. */
+  private onPeer(m: PeerMessage): void {
+    if (m.type !== 'cancel') return this.budgets.receive(m);
+    if (m.to === this.workerIndex) this.cancelHere(m.processId, Buffer.from(m.secretKey));
   }
 
   // --- shutdown --------------------------------------------------------------------------------
@@ -375,6 +464,11 @@ export class PoolerCore {
     await Promise.all([...this.pendingCancels]);
   }
 
+  /** The pooler is closed: this worker leaves the group (its counts are zero by now). */
+  leaveGroup(): void {
+    this.peers.close();
+  }
+
   // --- the view --------------------------------------------------------------------------------
 
   view(): PoolerView {
@@ -383,11 +477,11 @@ export class PoolerCore {
     for (const [key, p] of this.pools) {
       const virtual = this.virtualDatabases.has(p.database);
       pools.push({ database: p.database, user: p.user, poolMode: p.settings.poolMode, clients: this.admitted.get(key) ?? 0, virtual, ...p.stats() });
-      if (!virtual) servers.push(...p.serverRows());
+      if (!virtual) for (const r of p.serverRows()) servers.push({ ...r, worker: this.workerIndex });
     }
     return {
       paused: this.paused,
-      clients: [...this.clients].map((c) => c.row()),
+      clients: [...this.clients].map((c) => ({ ...c.row(), worker: this.workerIndex })),
       pools,
       servers,
       clientsAcceptedTotal: this.clientsAcceptedTotal,

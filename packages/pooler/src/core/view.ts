@@ -33,6 +33,8 @@ export interface ClientRow {
   readonly pinned: string | null;
   /** Named prepared statements the pooler carries for it. */
   readonly preparedStatements: number;
+  /** The worker that serves it (0 for the only one). */
+  readonly worker: number;
 }
 
 export type ServerState = 'idle' | 'active' | 'resetting';
@@ -46,6 +48,8 @@ export interface ServerRow {
   readonly connectedAt: number;
   /** The server's backend process id (BackendKeyData). */
   readonly processId: number;
+  /** The worker that holds it (0 for the only one). */
+  readonly worker: number;
 }
 
 export interface PoolRow extends PoolStats {

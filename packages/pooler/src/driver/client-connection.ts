@@ -102,7 +102,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
 
   // --- ClientHandle ----------------------------------------------------------------------------
 
-  row(): ClientRow {
+  row(): Omit<ClientRow, 'worker'> {
     return {
       info: this.stream.info,
       connectedAt: this.connectedAt,

@@ -16,6 +16,7 @@ import type { WriteBatcher } from '../core/write-batcher.js';
 import { PreparedRegistry } from '../prepared/registry.js';
 import type { ReleaseFacts } from '../session/types.js';
 import type { ServerRow } from '../core/view.js';
+import type { BudgetedPool, ServerBudget } from '../workers/budgets.js';
 
 export type { Waiter } from '../backend/backend.js';
 
@@ -62,9 +63,14 @@ export interface PoolDependencies {
   readonly batcher: WriteBatcher;
   /** A backend came back from its client (for metrics); absent: nobody listens. */
   readonly served?: (pool: Pool, t: TransactionServed) => void;
+  /**
+   * The daemon-wide server budget (several workers, or a daemon-wide limit), made for this pool;
+   * absent: the pool alone counts its connections against poolSize.
+   */
+  readonly budget?: (pool: BudgetedPool) => ServerBudget;
 }
 
-export class Pool {
+export class Pool implements BudgetedPool {
   /** Idle backends, most recently used last (LIFO reuse keeps the working set warm). */
   private readonly idle: Backend[] = [];
   private readonly active = new Set<Backend>();
@@ -79,6 +85,9 @@ export class Pool {
   private waitTimer: Timer | null = null;
   private parametersCache: ReadonlyMap<string, string> | undefined;
   private parametersPromise: Promise<ReadonlyMap<string, string>> | undefined;
+  /** Logins waiting for the server's parameters: the pool's first server connection. */
+  private parameterWaiters: { resolve(p: ReadonlyMap<string, string>): void; reject(e: unknown): void }[] = [];
+  private readonly budget: ServerBudget | undefined;
   private readonly stopMaintenance: () => void;
   private closed = false;
   private paused = false;
@@ -104,6 +113,7 @@ export class Pool {
     private readonly deps: PoolDependencies,
   ) {
     this.prepared = new PreparedRegistry(settings.preparedStatementCacheSize);
+    this.budget = deps.budget?.(this);
     this.stopMaintenance = every(deps.clock, 1000, () => this.maintain());
     this.maintain();
   }
@@ -114,9 +124,9 @@ export class Pool {
     this.prepared.setLimit(next.preparedStatementCacheSize);
   }
 
-  /** Every server connection of the pool, for SHOW SERVERS. */
-  serverRows(): ServerRow[] {
-    const row = (b: Backend, state: ServerRow['state']): ServerRow => ({
+  /** Every server connection of the pool, for SHOW SERVERS (the core adds its worker). */
+  serverRows(): Omit<ServerRow, 'worker'>[] {
+    const row = (b: Backend, state: ServerRow['state']): Omit<ServerRow, 'worker'> => ({
       database: this.database, user: this.user, state, info: b.stream.info, connectedAt: b.connectedAtWall, processId: b.processId,
     });
     return [...this.idle.map((b) => row(b, 'idle')), ...[...this.active].map((b) => row(b, 'active')), ...[...this.resetting].map((b) => row(b, 'resetting'))];
@@ -182,18 +192,40 @@ export class Pool {
   /** The real server's reported parameters, from this pool's first backend (cached). */
   parameters(): Promise<ReadonlyMap<string, string>> {
     if (this.parametersCache !== undefined) return Promise.resolve(this.parametersCache);
-    this.parametersPromise ??= this.open().then(
-      (b) => {
-        this.parametersPromise = undefined;
-        this.handOver(b);
-        return this.parametersCache ?? new Map(b.parameters);
-      },
-      (e: unknown) => {
-        this.parametersPromise = undefined;
-        throw e;
-      },
-    );
+    this.parametersPromise ??= new Promise<ReadonlyMap<string, string>>((resolve, reject) => {
+      this.parameterWaiters.push({ resolve, reject });
+      // Another worker may know them already; else the first connection is opened (also while
+      // PAUSEd: a login is not a transaction).
+      this.budget?.askParameters();
+      this.refill();
+    });
     return this.parametersPromise;
+  }
+
+  get knownParameters(): ReadonlyMap<string, string> | undefined {
+    return this.parametersCache;
+  }
+
+  learnParameters(values: ReadonlyMap<string, string>): void {
+    if (this.parametersCache !== undefined) return;
+    this.parametersCache = values;
+    this.settleParameters();
+  }
+
+  /** The first server connection told its parameters (or none could be opened): the logins go on. */
+  private settleParameters(error?: unknown): void {
+    const w = this.parameterWaiters;
+    if (w.length === 0) return;
+    this.parameterWaiters = [];
+    this.parametersPromise = undefined;
+    for (const x of w) {
+      if (this.parametersCache !== undefined) x.resolve(this.parametersCache);
+      else x.reject(error);
+    }
+  }
+
+  get poolSize(): number {
+    return this.settings.poolSize;
   }
 
   acquire(w: Waiter): void {
@@ -210,7 +242,7 @@ export class Pool {
     }
     this.enqueue(w, now);
     if (b !== undefined) this.check(b);
-    else if (this.size < this.settings.poolSize) this.spawn();
+    else this.refill();
   }
 
   private enqueue(w: Waiter, now: number): void {
@@ -252,6 +284,7 @@ export class Pool {
   /** The waiter no longer wants a backend (its client left). */
   withdraw(w: Waiter): void {
     this.waiters.delete(w); // the shared timer re-aims itself when it fires
+    if (this.waiters.size === 0) this.budget?.satisfied();
   }
 
   /** A client gives a backend back; what it needs before reuse follows from the facts. */
@@ -361,9 +394,12 @@ export class Pool {
   /** A free backend goes to the longest waiter (unless PAUSEd), else to the idle list. */
   private handOver(b: Backend, fromIdle = false): void {
     if (this.closed) return this.destroy(b);
+    // Another worker waits for this pool's budget: this one goes back to it (see workers/budgets.ts).
+    if (this.budget?.contended === true && this.budget.shouldGive()) return this.giveAway(b);
     if (this.waiters.size > 0 && !this.paused) {
       const [w, since] = this.waiters.entries().next().value!;
       this.waiters.delete(w); // the shared timer re-aims itself when it fires
+      if (this.waiters.size === 0) this.budget?.satisfied();
       this.setState(b, 'active');
       // Inside a read cycle this is the release's own reading (the pooler's clock is a CycleClock).
       const now = this.deps.clock.now();
@@ -376,34 +412,60 @@ export class Pool {
   private open(): Promise<Backend> {
     this.connecting++;
     this.connectsTotal++;
+    const budget = this.budget;
     return this.deps.connect(this.login).then(
       (c) => {
         this.connecting--;
-        this.parametersCache ??= new Map(c.parameters);
-        const b = new Backend(c, this.deps.clock.now(), this.deps.batcher, { onResetDone: (x) => this.resetDone(x), onClosed: (x, r) => this.onClosed(x, r) });
+        if (this.parametersCache === undefined) {
+          this.parametersCache = new Map(c.parameters);
+          this.budget?.tellParameters(this.parametersCache);
+        }
+        const b = new Backend(c, this.deps.clock, this.deps.batcher, {
+          onResetDone: (x) => this.resetDone(x),
+          onClosed: (x, r) => this.onClosed(x, r),
+          // The budget comes back once the server has closed its end: never two at once for one unit.
+          ...(budget !== undefined ? { onGone: (x: Backend) => budget.give(x.closeReserved) } : {}),
+        });
         // Born 'idle' but in no list yet: handOver places it.
         return b;
       },
       (e: unknown) => {
         this.connecting--;
+        budget?.give(false);
         throw e;
       },
     );
   }
 
-  private spawn(): void {
+  /**
+   * Opens one more server connection; false when the server budget refused it (then, for
+   * `waiters`, the pool asks the other workers for one; min_size alone never does).
+   */
+  private spawn(forWaiters = true): boolean {
+    if (this.budget !== undefined) {
+      const taken = this.budget.take();
+      if (taken !== 'ok') {
+        if (forWaiters) this.budget.want(taken);
+        return false;
+      }
+    }
     this.open().then(
-      (b) => this.handOver(b),
+      (b) => {
+        this.settleParameters();
+        this.handOver(b);
+      },
       (e: unknown) => {
         // Waiters that no backend in use will ever reach get the server's error now.
         if (this.active.size + this.resetting.size + this.connecting > 0) return;
         const error = e instanceof BackendLoginError ? e.toEncodedError() : fatal(SQLSTATE.CONNECTION_FAILURE, String(e));
+        this.settleParameters(e);
         for (const w of [...this.waiters.keys()]) {
           this.waiters.delete(w);
           w.onError(error);
         }
       },
     );
+    return true;
   }
 
   private resetDone(b: Backend): void {
@@ -433,11 +495,41 @@ export class Pool {
     this.refill();
   }
 
-  /** Replace closed backends for those still waiting. */
-  private refill(): void {
-    if (this.closed || this.paused) return;
-    let need = Math.min(this.waiters.size - this.connecting, this.settings.poolSize - this.size);
-    for (; need > 0; need--) this.spawn();
+  /**
+   * `b` is free and its budget goes to another worker: closed once the server is done with it,
+   * and not replaced here.
+   */
+  private giveAway(b: Backend): void {
+    if (b.state === 'closed') return;
+    if (b.state === 'active') this.served(b, this.deps.clock.now());
+    this.setState(b, 'closed');
+    b.owner = null;
+    b.closeWhenServerDone();
+  }
+
+  /** Opens the connections waiters (and a login's first parameters) need, as far as limits allow. */
+  refill(): void {
+    if (this.closed) return;
+    const forParameters = this.parameterWaiters.length > 0 && this.parametersCache === undefined ? 1 : 0;
+    const demand = (this.paused ? 0 : this.waiters.size) + forParameters;
+    let need = Math.min(demand - this.connecting, this.settings.poolSize - this.size);
+    for (; need > 0; need--) if (!this.spawn()) return;
+    if (demand === 0) this.budget?.satisfied();
+  }
+
+  /** Another worker waits for this pool's budget: an idle connection goes to it, if no client here waits. */
+  giveIdle(): boolean {
+    const b = this.idle[0]; // the least recently used
+    if (b === undefined || this.closed || (this.waiters.size > 0 && !this.paused)) return false;
+    this.giveAway(b);
+    return true;
+  }
+
+  /** Closing idle `b` keeps min_size connections (in the daemon, with several workers). */
+  private mayCloseIdle(b: Backend, min: number): boolean {
+    if (this.budget === undefined) return this.size > min;
+    b.closeReserved = this.budget.reserveClose(min);
+    return b.closeReserved;
   }
 
   private expired(b: Backend, now: number): boolean {
@@ -467,16 +559,24 @@ export class Pool {
     this.armWaitTimer();
   };
 
-  /** Periodic (every second): close idle backends past their idle timeout or lifetime, keep minPoolSize open. */
+  /**
+   * Periodic (every second): close idle backends past their idle timeout or lifetime, keep
+   * minPoolSize open (counted over the daemon's workers when there are several).
+   */
   maintain(): void {
     if (this.closed) return;
     const now = this.deps.clock.now();
     const idleLimit = this.settings.serverIdleTimeoutMs;
+    const min = this.settings.minPoolSize;
     for (const b of [...this.idle]) {
-      const tooIdle = idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.size > this.settings.minPoolSize;
-      if (tooIdle || this.expired(b, now)) this.destroy(b);
+      if (this.expired(b, now)) this.destroy(b);
+      else if (idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.mayCloseIdle(b, min)) this.destroy(b);
     }
-    for (let n = this.settings.minPoolSize - this.size; n > 0; n--) this.spawn();
+    for (let n = min - (this.budget?.daemonServers() ?? this.size); n > 0; n--) if (!this.spawn(false)) break;
+    // The budget's backstop: a pool still refused asks again, in case its last request found no one.
+    this.budget?.remind();
+    if (this.parameterWaiters.length > 0) this.budget?.askParameters();
+    this.refill();
   }
 }
 

@@ -4,7 +4,7 @@
 // state; the pooler drops the dead backend (no leak) and the next client is served.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listenTcp } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { pgInfo, withClient } from '../support/pooler-helpers.js';
 import { backendsOf, createFaultRole, dropFaultRole, expectNoLeak, superuser, until } from './helpers.js';

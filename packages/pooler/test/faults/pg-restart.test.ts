@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres } from '@quicpool/pg-fixture';
 import type { PostgresServer } from '@quicpool/pg-fixture';
 import { listenTcp } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { withClient } from '../support/pooler-helpers.js';
 import { backendsOf, createFaultRole, expectNoLeak, until } from './helpers.js';

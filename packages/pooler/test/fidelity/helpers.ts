@@ -3,7 +3,7 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { forNodePostgres, generateDevCertificates, listenTcp, QuicDialer, QuicListener } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler, PoolSettings } from '../../src/index.js';
 import { pgInfo } from '../support/pooler-helpers.js';
 

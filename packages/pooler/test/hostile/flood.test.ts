@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend } from '@quicpool/wire';
 import { listenTcp } from '@quicpool/transport';
 import pg from 'pg';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { pgInfo } from '../support/pooler-helpers.js';
 import { bounded, eventually, rawStartupPacket, RawSession, sleep, trustStartup } from './helpers.js';

@@ -10,7 +10,7 @@ import { encodeFrontend, encodeStartupPacket } from '@quicpool/wire';
 import type { FrontendMessage } from '@quicpool/wire';
 import { forNodePostgres, generateDevCertificates, listenTcp, QuicDialer, QuicListener } from '@quicpool/transport';
 import type { SessionStream } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { pgInfo } from '../support/pooler-helpers.js';
 import { seededRandom } from '@quicpool/pg-fixture';

@@ -4,7 +4,7 @@
 // and the admin console's own pool left out.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminDatabase, createAdminCommands } from '../../src/index.js';
+import { adminDatabase, createAdminCommands, poolerAdminContext } from '../../src/index.js';
 import type { AdminCommands } from '../../src/index.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { eventually } from '../hostile/helpers.js';
@@ -17,14 +17,7 @@ let admin: AdminCommands;
 
 beforeAll(async () => {
   p = await startPooler({ pool: { poolSize: 1, queryWaitTimeoutMs: 0 } }, { clock });
-  admin = createAdminCommands({
-    pooler: p.pooler,
-    quic: () => [],
-    config: () => [],
-    reload: () => Promise.resolve(''),
-    shutdown: () => undefined,
-    pauseTimeoutMs: 60_000,
-  });
+  admin = createAdminCommands(poolerAdminContext(p.pooler, { pauseTimeoutMs: 60_000 }));
   p.pooler.serveDatabase('quicpool', adminDatabase(admin, () => new Set([pgInfo.user])));
 });
 afterAll(() => p.close());
@@ -113,7 +106,7 @@ describe('pinned sessions', () => {
   afterAll(() => q.close());
 
   it('SHOW CLIENTS says which clients are pinned and by what (SET, PREPARE, LISTEN); the others show nothing', async () => {
-    const commands = createAdminCommands({ pooler: q.pooler, quic: () => [], config: () => [], reload: () => Promise.resolve(''), shutdown: () => undefined, pauseTimeoutMs: 1000 });
+    const commands = createAdminCommands(poolerAdminContext(q.pooler, { pauseTimeoutMs: 1000 }));
     const clients = [new pg.Client(q.clientConfig()), new pg.Client(q.clientConfig()), new pg.Client(q.clientConfig()), new pg.Client(q.clientConfig())];
     await Promise.all(clients.map((c) => c.connect()));
     try {

@@ -1,7 +1,7 @@
 import type net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPooler, withClient } from '../support/pooler-helpers.js';
+import { startPooler, untilNoClients, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
 
 /** The socket under a pg.Client (pg keeps it at connection.stream). */
@@ -36,12 +36,14 @@ describe.each(['transaction', 'session'] as const)('isolation in %s mode (one ba
 
   for (const [how, kill] of Object.entries(vanish)) {
     it(`rolls back an open transaction when its client vanishes (${how})`, async () => {
+      await untilNoClients(p.pooler);
       const a = await connected(p);
       const pidA = await pidOf(a);
       await a.query('begin');
       await a.query('insert into iso_test values (1)');
       await a.query(`set my.flag = 'leaked'`);
       kill(a);
+      await untilNoClients(p.pooler);
       await withClient(p.clientConfig(), async (b) => {
         expect(await pidOf(b)).toBe(pidA); // same backend, rolled back and reset
         expect((await b.query('select count(*)::int as n from iso_test')).rows[0].n).toBe(0);
@@ -52,10 +54,12 @@ describe.each(['transaction', 'session'] as const)('isolation in %s mode (one ba
     });
 
     it(`resets a session variable when its client vanishes (${how})`, async () => {
+      await untilNoClients(p.pooler);
       const a = await connected(p);
       await a.query(`set my.var = 'secret'`);
       await a.query('set statement_timeout = 12345');
       kill(a);
+      await untilNoClients(p.pooler);
       await withClient(p.clientConfig(), async (b) => {
         expect((await b.query(`select current_setting('my.var', true) as v`)).rows[0].v ?? '').toBe('');
         expect((await b.query('show statement_timeout')).rows[0].statement_timeout).toBe('0');

@@ -2,7 +2,7 @@
 // the pooler to the fixture's Postgres, by what each request and answer really was.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminCommands } from '../../src/index.js';
+import { createAdminCommands, poolerAdminContext } from '../../src/index.js';
 import type { PoolStats } from '../../src/index.js';
 import { pgInfo, startPooler, withClient } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
@@ -74,14 +74,7 @@ describe('pool traffic totals', () => {
     const after = poolStats();
     expect(after.receivedBytesTotal - before.receivedBytesTotal).toBeGreaterThan(querySize('begin') + querySize('select 4'));
 
-    const admin = createAdminCommands({
-      pooler: p.pooler,
-      quic: () => [],
-      config: () => [],
-      reload: () => Promise.resolve(''),
-      shutdown: () => undefined,
-      pauseTimeoutMs: 0,
-    });
+    const admin = createAdminCommands(poolerAdminContext(p.pooler, { pauseTimeoutMs: 0 }));
     const r = await admin.run('SHOW STATS');
     if (r.kind !== 'rows') throw new Error(`SHOW STATS answered ${r.kind}`);
     const names = r.columns.map((col) => col.name);

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDevCertificates, listenTcp, QuicDialer, QuicListener } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { pgInfo, rejection, untilRunning } from '../support/pooler-helpers.js';
 import { quicClients, socketClients } from '../support/transport-clients.js';

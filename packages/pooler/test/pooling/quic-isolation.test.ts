@@ -6,10 +6,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
 import type { SessionStream } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { QuicSessions } from '../support/quic-sessions.js';
-import { pgInfo } from '../support/pooler-helpers.js';
+import { pgInfo, untilNoClients } from '../support/pooler-helpers.js';
 
 let port: number;
 let ca: string;
@@ -51,12 +51,14 @@ describe.each(['transaction', 'session'] as const)('QUIC vanish paths in %s mode
     };
 
     it(`a session variable does not reach the next client of the backend (${how})`, async () => {
+      await untilNoClients(pooler);
       const d = dialer();
       const a = await client(d);
       const pidA = await pidOf(a.c);
       await a.c.query(`set my.secret = 'from-a'`);
       await a.c.query('set statement_timeout = 4321');
       await vanish(d, a.stream);
+      await untilNoClients(pooler);
       const b = await client(dialer());
       try {
         expect(await pidOf(b.c)).toBe(pidA);
@@ -68,6 +70,7 @@ describe.each(['transaction', 'session'] as const)('QUIC vanish paths in %s mode
     });
 
     it(`an open transaction is rolled back before the next client gets the backend (${how})`, async () => {
+      await untilNoClients(pooler);
       const d = dialer();
       const a = await client(d);
       const pidA = await pidOf(a.c);
@@ -75,6 +78,7 @@ describe.each(['transaction', 'session'] as const)('QUIC vanish paths in %s mode
       await a.c.query(`insert into quic_iso_${poolMode} values (1)`);
       await a.c.query(`lock table quic_iso_${poolMode} in access exclusive mode`);
       await vanish(d, a.stream);
+      await untilNoClients(pooler);
       const b = await client(dialer());
       try {
         expect(await pidOf(b.c)).toBe(pidA);

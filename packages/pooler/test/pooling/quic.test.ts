@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeStartupPacket } from '@quicpool/wire';
 import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { QuicSessions } from '../support/quic-sessions.js';
 import { pgInfo, rejection, untilRunning } from '../support/pooler-helpers.js';

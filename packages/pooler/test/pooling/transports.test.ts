@@ -3,9 +3,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryPair, forNodePostgres, generateDevCertificates, listenTcp } from '@quicpool/transport';
 import type { SessionListener, SessionStream } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
-import { pgInfo, rejection, withClient } from '../support/pooler-helpers.js';
+import { pgInfo, rejection, untilNoClients, withClient } from '../support/pooler-helpers.js';
 
 /** A listener whose sessions are memory pairs opened by `dial()`. */
 function memoryListener(): SessionListener & { dial(): SessionStream } {
@@ -70,6 +70,7 @@ describe('TLS after SSLRequest', () => {
 
 describe('in-memory session streams', () => {
   it('serve queries, and a stream reset mid-transaction leaves the backend clean', async () => {
+    await untilNoClients(pooler);
     const clientStream = memory.dial();
     const a = new pg.Client({ ...base(), stream: () => forNodePostgres(clientStream) });
     a.on('error', () => undefined);
@@ -78,6 +79,7 @@ describe('in-memory session streams', () => {
     await a.query('begin');
     await a.query('create temp table gone (x int)');
     clientStream.destroy(new Error('stream reset'));
+    await untilNoClients(pooler);
     const b = new pg.Client({ ...base(), stream: () => forNodePostgres(memory.dial()) });
     await b.connect();
     try {

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrontend } from '@quicpool/wire';
 import { generateDevCertificates, QuicDialer, QuicListener, QuicTicketStore } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { pgInfo, withClient } from '../support/pooler-helpers.js';
 import { eventually, RawSession, sleep, trustStartup } from '../hostile/helpers.js';

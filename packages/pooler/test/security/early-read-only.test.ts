@@ -14,7 +14,7 @@ import type { BackendMessage } from '@quicpool/wire';
 import { encodeFrontend } from '@quicpool/wire';
 import { generateDevCertificates, QuicDialer, QuicListener, QuicTicketStore } from '@quicpool/transport';
 import type { SessionListener, SessionStream } from '@quicpool/transport';
-import { createPooler } from '../../src/index.js';
+import { createPooler } from '../support/create-pooler.js';
 import type { Pooler } from '../../src/index.js';
 import { pgInfo, withClient } from '../support/pooler-helpers.js';
 import { eventually, RawSession, trustStartup } from '../hostile/helpers.js';

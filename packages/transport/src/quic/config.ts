@@ -3,10 +3,11 @@
 // connection, a handful of connections per client, loopback-to-WAN round trips.
 import { createHash, randomBytes } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
-import { quiche } from '@matrixai/quic/native/index.js';
+import { quiche } from './native.js';
 import type { Config } from '@matrixai/quic/native/index.js';
 import type { UdpIoMode } from './io/datagram-io.js';
 import type { QuicTicketStore } from './tickets.js';
+import type { CidOwner } from './routing/cid.js';
 
 /** ALPN identifier of the public draft mapping of Postgres protocol 3 onto QUIC. */
 export const DEFAULT_ALPN = 'pgsql/3';
@@ -79,6 +80,26 @@ export interface QuicServerOptions extends QuicCommonOptions {
    * trip per new connection; use under spoofed-Initial floods). Default false.
    */
   retry?: boolean;
+  /**
+   * This endpoint is worker `index` of `count` sharing the UDP port through a reuseport group
+   * steered by `quicSteeringProgram(count)`: the connection ids it issues name it.
+   */
+  worker?: CidOwner;
+  /**
+   * Adopt this bound UDP socket (a member of a reuseport group, see @quicpool/udp's
+   * `reuseportGroup`) instead of binding `host:port`; the endpoint closes only its own dup.
+   * Needs the native UDP module.
+   */
+  socketFd?: number;
+  /** Key (>= 16 bytes) of the Retry tokens: workers that share it accept each other's. Random when absent. */
+  retryKey?: Uint8Array;
+  /**
+   * Key (>= 16 bytes) of the stateless reset tokens of every connection id this endpoint issues:
+   * workers that share it (and a restarted server that kept it) reset each other's connections
+   * whose state they do not have, so those clients fail at once instead of at their idle timeout.
+   * Random when absent.
+   */
+  statelessResetKey?: Uint8Array;
 }
 
 export interface QuicClientOptions extends QuicCommonOptions {

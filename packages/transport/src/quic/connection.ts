@@ -74,6 +74,8 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   readonly routeKeys: number[] = [];
   lastSendAt = 0;
   ticketPolled = false;
+  /** Server: the spare connection ids were issued (see QuicEndpoint.issueCids). */
+  cidsIssued = false;
   readonly pendingWriteLimit: number;
   readonly scratch: Uint8Array;
   private readonly blocked = new Set<QuicSessionStream>();
@@ -215,6 +217,24 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     if (!this.established && this.init.role === 'server') this.handshakeStep();
     this.ep.markReceived(this);
     return ok;
+  }
+
+  /**
+   * Client: `data` named none of the endpoint's connections, so it may be the server's stateless
+   * reset for this one. quiche compares its end with the token the server announced; true when it
+   * matched and the connection is over (its streams fail with ECONNRESET at once).
+   */
+  tryStatelessReset(data: Uint8Array): boolean {
+    if (this.finalized || this.closePacket !== null || !this.established) return false;
+    try {
+      this.q.recv(data, this.rxInfo);
+    } catch {
+      return false;
+    }
+    if (!this.q.isClosed()) return false;
+    this.closedLocally ??= new TransportError('QUIC connection reset by the server (stateless reset: it has no state for this connection)', 'ECONNRESET');
+    this.finalize();
+    return true;
   }
 
   private echoClose(): void {

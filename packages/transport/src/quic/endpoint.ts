@@ -2,7 +2,7 @@
 // routed to connections by destination connection id, and all work of an event-loop turn batched
 // into ONE flush (setImmediate), so that ACKs leave together with the replies the application
 // wrote in the same turn and every datagram of the turn leaves in one batch.
-import { quiche } from '@matrixai/quic/native/index.js';
+import { loadQuiche, quiche } from './native.js';
 import type { Config, Header } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
 import { buildClientConfig, buildServerConfig, clientIdentityOf, resolveCommon } from './config.js';
@@ -10,6 +10,8 @@ import type { BuiltServerConfig, QuicClientEndpointOptions, QuicServerOptions, R
 import { QuicConnection } from './connection.js';
 import type { ConnectionHost } from './connection.js';
 import { CID_LEN, cidHex, newCid, routeKey } from './routing/cid.js';
+import type { CidOwner } from './routing/cid.js';
+import { StatelessResets } from './routing/stateless-reset.js';
 import { QuicTicketStore, ticketKeyOf } from './tickets.js';
 import { defaultBindHost } from './routing/udp.js';
 import { RetryTokens } from './routing/retry.js';
@@ -38,6 +40,8 @@ export interface QuicEndpointStats {
   retriesSent: number;
   /** Datagrams routed to a connection that quiche refused (undecryptable, invalid, too late). */
   datagramsRejected: number;
+  /** Server: stateless resets sent for short-header packets of connections it has no state for. */
+  statelessResetsSent: number;
   /** Server: peer streams already reset when first seen; never handed to `onSession`. */
   streamsResetBeforeAccept: number;
   /** Which I/O path the socket uses: the batched native module or node:dgram. */
@@ -60,6 +64,12 @@ export interface QuicPathHealth {
   packetsRetransmitted: number;
 }
 
+/** Smallest datagram that can be a stateless reset (RFC 9000 10.3). */
+const MIN_STATELESS_RESET = 21;
+
+/** Spare connection ids issued per connection at most (quiche's active_connection_id_limit is 4). */
+const MAX_SPARE_CIDS = 3;
+
 /** Longest a forced close keeps the socket open for the closing period (see `forceClose`). */
 const FORCED_CLOSE_LINGER_MS = 2_000;
 /** A forced close may end once peers have been silent this long. */
@@ -69,7 +79,7 @@ const CLOSE_QUIET_MS = 30;
 const RTT_UNITS_PER_MS = 1;
 
 type Role =
-  | { kind: 'server'; built: BuiltServerConfig }
+  | { kind: 'server'; built: BuiltServerConfig; owner: CidOwner | null; resets: StatelessResets; retryKey: Uint8Array | undefined }
   | { kind: 'client'; config: Config; opts: QuicClientEndpointOptions; tickets: QuicTicketStore; ticketKey: string };
 
 export class QuicEndpoint implements ConnectionHost {
@@ -87,9 +97,9 @@ export class QuicEndpoint implements ConnectionHost {
   private readonly flusher: Flusher;
   private readonly counters = {
     datagramsIn: 0, datagramsDropped: 0, bytesIn: 0, handshakes: 0, socketErrors: 0,
-    retriesSent: 0, datagramsRejected: 0, streamsResetBeforeAccept: 0,
+    retriesSent: 0, datagramsRejected: 0, streamsResetBeforeAccept: 0, statelessResetsSent: 0,
   };
-  private readonly retryTokens = new RetryTokens();
+  private readonly retryTokens: RetryTokens;
   private sweepTimer: NodeJS.Timeout | null = null;
   private closing: Promise<void> | null = null;
   private forcing: Promise<void> | null = null;
@@ -108,6 +118,7 @@ export class QuicEndpoint implements ConnectionHost {
     private readonly common: ResolvedCommon,
   ) {
     this.pendingWriteLimit = common.pendingWriteLimit;
+    this.retryTokens = new RetryTokens(role.kind === 'server' ? role.retryKey : undefined);
     this.flusher = new Flusher(io, common.ackDelayMs, this.deadlines, (c, now) => this.afterSend(c, now));
     this.localHost = io.local;
     const sweepEvery = common.keepAliveMs > 0 ? Math.max(50, common.keepAliveMs / 2) : 5_000;
@@ -117,17 +128,24 @@ export class QuicEndpoint implements ConnectionHost {
 
   /** A server endpoint listening on `host:port` (default 127.0.0.1, port 0 = any free port). */
   static async server(opts: QuicServerOptions): Promise<QuicEndpoint> {
+    await loadQuiche();
     const common = resolveCommon(opts, 'server');
     const built = buildServerConfig(opts, common);
     const host = opts.host ?? '127.0.0.1';
     const ep: { current: QuicEndpoint | null } = { current: null };
-    const io = await openDatagramIo(common.udpIo, QuicEndpoint.ioOptions(ep, host, opts.port ?? 0, common, null));
-    ep.current = new QuicEndpoint(io, { kind: 'server', built }, common);
+    const owner = opts.worker ?? null;
+    if (owner !== null && (!Number.isInteger(owner.count) || owner.count < 1 || owner.count > 256 || !Number.isInteger(owner.index) || owner.index < 0 || owner.index >= owner.count)) {
+      throw new RangeError(`worker must be { index: 0..count-1, count: 1..256 }, got ${JSON.stringify(owner)}`);
+    }
+    const io = await openDatagramIo(common.udpIo, { ...QuicEndpoint.ioOptions(ep, host, opts.port ?? 0, common, null), ...(opts.socketFd !== undefined ? { fd: opts.socketFd } : {}) });
+    const resets = new StatelessResets(opts.statelessResetKey);
+    ep.current = new QuicEndpoint(io, { kind: 'server', built, owner, resets, retryKey: opts.retryKey }, common);
     return ep.current;
   }
 
   /** A client endpoint whose socket is connected to one server. */
   static async client(opts: QuicClientEndpointOptions): Promise<QuicEndpoint> {
+    await loadQuiche();
     const common = resolveCommon(opts, 'client');
     const config = buildClientConfig(opts, common);
     const localHost = opts.localHost ?? defaultBindHost(opts.host);
@@ -292,10 +310,34 @@ export class QuicEndpoint implements ConnectionHost {
           return;
         }
       }
+      if ((msg[0]! & 0x80) === 0) {
+        if (this.role.kind === 'server') this.statelessReset(msg, from, this.role.resets);
+        else if (msg.length >= MIN_STATELESS_RESET && this.offerReset(msg)) return;
+      }
       this.counters.datagramsDropped++;
       return;
     }
     if (!c.receive(msg, from)) this.counters.datagramsRejected++;
+  }
+
+  /**
+   * Client: a short-header datagram that names none of our connections may be a stateless reset
+   * (its bytes after the first are random). Only quiche knows the tokens the server announced, so
+   * each connection to that server gets to check it; true when one of them took it as its reset.
+   */
+  private offerReset(msg: Uint8Array): boolean {
+    for (const c of this.connections) if (c.tryStatelessReset(msg)) return true;
+    return false;
+  }
+
+  /** A short-header packet for no connection of ours: answer with its CID's stateless reset. */
+  private statelessReset(msg: Uint8Array, from: Peer, resets: StatelessResets): void {
+    if (msg.length <= CID_LEN || this.socketClosing) return;
+    const out = this.controlPacket;
+    const n = resets.build(msg.subarray(1, 1 + CID_LEN), msg.length, out, Date.now());
+    if (n === 0) return;
+    this.io.sendOne(out, n, from);
+    this.counters.statelessResetsSent++;
   }
 
   private routeLong(msg: Uint8Array, from: Peer): QuicConnection | undefined {
@@ -318,7 +360,8 @@ export class QuicEndpoint implements ConnectionHost {
 
   private accept(hdr: Header, msg: Uint8Array, from: Peer, odcid: string, built: BuiltServerConfig): QuicConnection | undefined {
     if (!this.accepting || this.connections.size >= built.maxConnections) return undefined;
-    const d = decideInitial(hdr, msg.length, { address: from.host, port: from.port }, built.retry, this.routes, this.retryTokens);
+    const role = this.role as Extract<Role, { kind: 'server' }>;
+    const d = decideInitial(hdr, msg.length, { address: from.host, port: from.port }, built.retry, this.routes, this.retryTokens, role.owner);
     switch (d.kind) {
       case 'drop':
         return undefined;
@@ -340,6 +383,9 @@ export class QuicEndpoint implements ConnectionHost {
       }
     }
     const remote = from;
+    // quiche copies the config's transport parameters into the connection: the reset token the
+    // client learns for this CID is set right before.
+    built.config.setStatelessResetToken(role.resets.tokenValue(d.scid));
     const q = quiche.Connection.accept(d.scid, d.odcid, this.localHost, remote, built.config);
     const c = new QuicConnection(this, q, {
       role: 'server', cidHex: cidHex(d.scid), local: this.localHost, remote,
@@ -384,6 +430,7 @@ export class QuicEndpoint implements ConnectionHost {
   private afterSend(c: QuicConnection, now: number): void {
     c.afterSend(now);
     if (c.isClosed || !c.isEstablished) return;
+    if (!c.cidsIssued && this.role.kind === 'server') this.issueCids(c, this.role);
     const odcid = this.odcidOf.get(c);
     if (odcid !== undefined) {
       // The client uses our CID now; its Initial-phase DCID route can go.
@@ -391,6 +438,36 @@ export class QuicEndpoint implements ConnectionHost {
       this.odcidOf.delete(c);
     }
     if (!c.ticketPolled && this.role.kind === 'client') this.pollTicket(c, this.role.tickets, this.role.ticketKey);
+  }
+
+  /**
+   * Server: spare connection ids for the client (as many as it accepts), each naming this worker
+   * and with its stateless reset token, so a client that migrates or rotates its DCID still
+   * reaches this worker; ids it retires are unrouted (`sweep`).
+   */
+  private issueCids(c: QuicConnection, role: Extract<Role, { kind: 'server' }>): void {
+    c.cidsIssued = true;
+    for (let left = Math.min(c.q.sourceCidsLeft(), MAX_SPARE_CIDS); left > 0; left--) {
+      const { cid, key } = newCid(this.routes, role.owner);
+      try {
+        c.q.newSourceCid(cid, role.resets.tokenValue(cid), false);
+      } catch {
+        return; // the limit was reached after all: nothing else to issue
+      }
+      this.routes.set(key, c);
+      c.routeKeys.push(key);
+    }
+    this.markDirty(c);
+  }
+
+  /** Connection ids the client retired (RETIRE_CONNECTION_ID): their routes go. */
+  private unrouteRetired(c: QuicConnection): void {
+    for (let cid = c.q.retiredScidNext(); cid !== null; cid = c.q.retiredScidNext()) {
+      const key = routeKey(cid, 0);
+      if (this.routes.get(key) === c) this.routes.delete(key);
+      const i = c.routeKeys.indexOf(key);
+      if (i >= 0) c.routeKeys.splice(i, 1);
+    }
   }
 
   private pollTicket(c: QuicConnection, tickets: QuicTicketStore, key: string): void {
@@ -406,6 +483,7 @@ export class QuicEndpoint implements ConnectionHost {
     const ka = this.common.keepAliveMs;
     for (const c of this.connections) {
       if (!c.isEstablished || c.isClosed) continue;
+      if (c.cidsIssued) this.unrouteRetired(c);
       if (ka > 0 && now - c.lastSendAt >= ka) {
         c.q.sendAckEliciting();
         this.markDirty(c);

@@ -11,3 +11,6 @@ export { QuicTicketStore } from './tickets.js';
 export { udpIoStatus } from './io/open.js';
 export type { UdpIoKind, UdpIoMode } from './io/datagram-io.js';
 export { AppError as QuicAppError } from './errors.js';
+export { MAX_STEERED_WORKERS, quicSteeringProgram, steeredWorker } from './routing/steering.js';
+export type { CidOwner } from './routing/cid.js';
+export { loadQuiche, quicheLoaded } from './native.js';

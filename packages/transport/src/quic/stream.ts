@@ -4,7 +4,7 @@
 // per-stream queue that the connection retries on every flush. Memory per stream is bounded by
 // the quiche windows plus `pendingWriteLimit` plus the Duplex high-water marks.
 import { Duplex } from 'node:stream';
-import { quiche } from '@matrixai/quic/native/index.js';
+import { quiche } from './native.js';
 import type { Connection } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
 import { duplexReadyState } from '../session-stream.js';

@@ -19,6 +19,11 @@ export interface TcpListenOptions {
   keepAliveMs?: number;
   /** listen(2) backlog; default Node's (511). */
   backlog?: number;
+  /**
+   * Listen on this already bound and listening socket instead of host:port (a member of a
+   * reuseport group: give a dup, the listener closes it on close()).
+   */
+  fd?: number;
 }
 
 export async function listenTcp(options: TcpListenOptions = {}): Promise<SessionListener> {
@@ -39,7 +44,7 @@ export async function listenTcp(options: TcpListenOptions = {}): Promise<Session
     }
     listener.accept(adoptSocket(socket, 'tcp'));
   });
-  await listenOn(server, options.host ?? '127.0.0.1', options.port ?? 0, options.backlog);
+  await listenOn(server, options.fd !== undefined ? { fd: options.fd } : { host: options.host ?? '127.0.0.1', port: options.port ?? 0, backlog: options.backlog });
   return listener;
 }
 

@@ -70,12 +70,12 @@ export class ServerListener implements SessionListener {
   }
 }
 
-/** Resolves once `server` listens on host:port (port 0 picks a free port). */
-export function listenOn(server: net.Server, host: string, port: number, backlog?: number): Promise<void> {
+/** Resolves once `server` listens: on host:port (port 0 picks a free port), or on a socket's `fd`. */
+export function listenOn(server: net.Server, where: { host: string; port: number; backlog?: number | undefined } | { fd: number }): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const onError = (error: Error): void => reject(error);
     server.once('error', onError);
-    server.listen({ host, port, backlog }, () => {
+    server.listen(where, () => {
       server.off('error', onError);
       resolve();
     });

@@ -46,7 +46,7 @@ export async function listenTls(options: TlsListenOptions): Promise<SessionListe
       },
     );
   });
-  await listenOn(server, options.host ?? '127.0.0.1', options.port ?? 0, options.backlog);
+  await listenOn(server, { host: options.host ?? '127.0.0.1', port: options.port ?? 0, backlog: options.backlog });
   return listener;
 }
 

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <node_api.h>
@@ -23,6 +24,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
+
+#include "sockaddr.h"
+#include "groups.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -158,32 +162,6 @@ static int get_string(napi_env env, napi_value obj, const char* name, char* buf,
   size_t n = 0;
   if (!get_prop(env, obj, name, &v)) return 0;
   if (napi_get_value_string_utf8(env, v, buf, cap, &n) != napi_ok) return 0;
-  return 1;
-}
-
-/** Fills `ss` from an IP literal and port; 0 when the literal is not of `family`. */
-static int make_sockaddr(int family, const char* host, uint32_t port, struct sockaddr_storage* ss, socklen_t* len) {
-  memset(ss, 0, sizeof *ss);
-  if (family == AF_INET) {
-    struct sockaddr_in* a = (struct sockaddr_in*)ss;
-    a->sin_family = AF_INET;
-    a->sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, host, &a->sin_addr) != 1) return 0;
-    *len = sizeof *a;
-    return 1;
-  }
-  struct sockaddr_in6* a = (struct sockaddr_in6*)ss;
-  a->sin6_family = AF_INET6;
-  a->sin6_port = htons((uint16_t)port);
-  if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1) {
-    // An IPv4 literal on a dual-stack IPv6 socket: use its mapped form.
-    struct in_addr v4;
-    if (inet_pton(AF_INET, host, &v4) != 1) return 0;
-    a->sin6_addr.s6_addr[10] = 0xff;
-    a->sin6_addr.s6_addr[11] = 0xff;
-    memcpy(&a->sin6_addr.s6_addr[12], &v4, 4);
-  }
-  *len = sizeof *a;
   return 1;
 }
 
@@ -667,6 +645,9 @@ static napi_value construct(napi_env env, napi_callback_info info) {
            get_string(env, o, "address", host, sizeof host) && get_u32(env, o, "recvBufferBytes", 0, &rcvbuf) &&
            get_u32(env, o, "sendBufferBytes", 0, &sndbuf) && get_u32(env, o, "rxSlots", 0, &s->rx_slots) &&
            get_u32(env, o, "rxSlotBytes", 0, &s->rx_slot_bytes);
+  // `fd`: adopt a dup() of a socket made elsewhere (a reuseport group member): no socket, no bind.
+  uint32_t adopt = UINT32_MAX;
+  ok = ok && get_u32(env, o, "fd", UINT32_MAX, &adopt);
   int want_connect = get_string(env, o, "connectAddress", chost, sizeof chost);
   if (want_connect) ok = ok && get_u32(env, o, "connectPort", 0, &cport);
   void *rx = NULL, *rxm = NULL, *tx = NULL, *txm = NULL;
@@ -702,12 +683,29 @@ static napi_value construct(napi_env env, napi_callback_info info) {
   socklen_t bind_len = 0, peer_len = 0;
   const char* err_what = NULL;
   int err = 0;
-  int fd = socket(s->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = adopt != UINT32_MAX ? fcntl((int)adopt, F_DUPFD_CLOEXEC, 0) : socket(s->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     err = errno;
-    err_what = "socket";
+    err_what = adopt != UINT32_MAX ? "dup" : "socket";
+  } else if (adopt != UINT32_MAX) {
+    struct sockaddr_storage own;
+    socklen_t own_len = sizeof own;
+    int type = 0;
+    socklen_t type_len = sizeof type;
+    if (getsockname(fd, (struct sockaddr*)&own, &own_len) != 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 ||
+        type != SOCK_DGRAM || (own.ss_family != AF_INET && own.ss_family != AF_INET6)) {
+      err = EINVAL;
+      err_what = "fd is not a bound UDP socket";
+    } else {
+      s->family = own.ss_family;
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
   }
-  if (err_what == NULL) {
+  if (err_what == NULL && adopt != UINT32_MAX) {
+    s->fd = fd;
+    set_buffer_size(fd, SO_RCVBUFFORCE, SO_RCVBUF, (int)rcvbuf);
+    set_buffer_size(fd, SO_SNDBUFFORCE, SO_SNDBUF, (int)sndbuf);
+  } else if (err_what == NULL) {
     s->fd = fd;
     if (s->family == AF_INET6) {
       int off = 0;  // dual stack, as node:dgram's udp6 sockets
@@ -1052,6 +1050,10 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "parseAddress", v));
   CHECK(env, napi_create_function(env, "peerCredentials", NAPI_AUTO_LENGTH, js_peer_credentials, NULL, &v));
   CHECK(env, napi_set_named_property(env, exports, "peerCredentials", v));
+  if (!groups_init(env, exports)) {
+    napi_throw_error(env, NULL, "udp: N-API call failed");
+    return NULL;
+  }
   CHECK(env, napi_create_int32(env, META_INTS, &v));
   CHECK(env, napi_set_named_property(env, exports, "META_INTS", v));
   CHECK(env, napi_create_int32(env, MAX_SEGMENTS, &v));

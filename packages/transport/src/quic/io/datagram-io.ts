@@ -51,6 +51,8 @@ export interface DatagramIoOptions {
   /** Local IP literal to bind. */
   host: string;
   port: number;
+  /** Adopt this bound socket instead of binding host:port (native path only). */
+  fd?: number;
   socketBufferBytes: number;
   /** Connect to this server (client endpoints); sends then carry no address. */
   connectTo: { host: string; port: number } | null;

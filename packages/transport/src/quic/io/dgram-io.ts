@@ -59,6 +59,8 @@ export class DgramIo implements DatagramIo {
   }
 
   static async open(o: DatagramIoOptions): Promise<DgramIo> {
+    // A reuseport group member is made by the native module, so only its path adopts one.
+    if (o.fd !== undefined) throw new Error('adopting a socket (socketFd) needs the native UDP module');
     const socket = await openSocket(o.host, o.port, o.socketBufferBytes, o.connectTo);
     return new DgramIo(socket, o);
   }

@@ -23,6 +23,7 @@ export class NativeIo implements DatagramIo {
     this.socket = BatchedUdpSocket.open({
       address: o.host,
       port: o.port,
+      ...(o.fd !== undefined ? { fd: o.fd } : {}),
       recvBufferBytes: o.socketBufferBytes,
       sendBufferBytes: o.socketBufferBytes,
       ...(o.connectTo !== null ? { connect: { address: o.connectTo.host, port: o.connectTo.port } } : {}),

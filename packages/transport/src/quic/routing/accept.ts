@@ -1,8 +1,9 @@
 // What a server does with an Initial packet for no known connection, decided without I/O:
 // drop it, answer with Version Negotiation or a Retry, or accept it with a given source CID.
 import type { Header } from '@matrixai/quic/native/index.js';
-import { quiche } from '@matrixai/quic/native/index.js';
+import { quiche } from '../native.js';
 import { CID_LEN, newCid, routeKey } from './cid.js';
+import type { CidOwner } from './cid.js';
 import type { RetryTokens } from './retry.js';
 
 export type InitialDecision =
@@ -18,17 +19,18 @@ export function decideInitial(
   retry: boolean,
   routes: { has(key: number): boolean },
   tokens: RetryTokens,
+  owner: CidOwner | null = null,
 ): InitialDecision {
   if (!quiche.versionIsSupported(hdr.version)) return { kind: 'negotiate' };
   // A client Initial is padded to 1200 bytes: smaller ones are spoofing/amplification bait.
   if (datagramLength < quiche.MIN_CLIENT_INITIAL_LEN) return { kind: 'drop' };
   if (!retry) {
-    const { cid, key } = newCid(routes);
+    const { cid, key } = newCid(routes, owner);
     return { kind: 'accept', scid: cid, key, odcid: null };
   }
   const token = hdr.token;
   if (token === undefined || token.length === 0) {
-    return { kind: 'retry', newScid: newCid(routes).cid, token: tokens.mint(hdr.dcid, from.address, from.port) };
+    return { kind: 'retry', newScid: newCid(routes, owner).cid, token: tokens.mint(hdr.dcid, from.address, from.port) };
   }
   const odcid = tokens.validate(token, from.address, from.port);
   // The client now addresses us by the CID our Retry gave it: adopt it as ours.

@@ -6,8 +6,12 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 const MAC_LEN = 32;
 
 export class RetryTokens {
-  private readonly key = randomBytes(32);
-  constructor(private readonly lifetimeMs = 10_000) {}
+  private readonly key: Uint8Array;
+  /** `key`: shared by the workers of one port, so a token minted by one is valid at every one. */
+  constructor(key?: Uint8Array, private readonly lifetimeMs = 10_000) {
+    if (key !== undefined && key.length < 16) throw new RangeError('retryKey must be at least 16 bytes');
+    this.key = key ?? randomBytes(32);
+  }
 
   /** Token = issue time (8) | odcid length (1) | odcid | HMAC-SHA256 over those and the address. */
   mint(odcid: Uint8Array, host: string, port: number, now = Date.now()): Buffer {
