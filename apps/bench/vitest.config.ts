@@ -12,7 +12,8 @@ export default defineProject({
     // Alone, one file at a time, after every other project: these files build network namespaces and
     // TUN devices (two at once would see each other's), give the forwarder real-time priority and
     // measure the machine's capacity, none of which may share two cores with other tests.
+    // (Group 2: after the two-worker projects of group 1 as well.)
     maxWorkers: 1,
-    sequence: { groupOrder: 1 },
+    sequence: { groupOrder: 2 },
   },
 });

@@ -225,7 +225,8 @@ export class QuicConnection extends EventEmitter implements StreamHost {
    * matched and the connection is over (its streams fail with ECONNRESET at once).
    */
   tryStatelessReset(data: Uint8Array): boolean {
-    if (this.finalized || this.closePacket !== null || !this.established) return false;
+    // A connection already closing for a reason of its own keeps that reason.
+    if (this.finalized || this.closePacket !== null || !this.established || this.q.isDraining() || this.q.peerError() !== null) return false;
     try {
       this.q.recv(data, this.rxInfo);
     } catch {

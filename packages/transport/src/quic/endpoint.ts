@@ -499,7 +499,7 @@ export class QuicEndpoint implements ConnectionHost {
     for (const k of c.routeKeys) {
       if (this.routes.get(k) !== c) continue;
       this.routes.delete(k);
-      if (c.closePacket !== null && c.closeTo !== null) this.closed.add(k, c.closePacket, c.closeTo, now);
+      this.closed.add(k, c.closePacket, c.closeTo, now);
     }
     const odcid = this.odcidOf.get(c);
     if (odcid !== undefined) this.initialRoutes.delete(odcid);
@@ -541,7 +541,7 @@ export class QuicEndpoint implements ConnectionHost {
       const conns = [...this.connections];
       for (const c of conns) void c.close({ graceful: false, reason: 'endpoint shut down' });
       this.flusher.flushNow();
-      if (conns.length === 0 && this.closed.size === 0) return;
+      if (conns.length === 0 && this.closed.echoing === 0) return;
       // Linger until quiche's closing periods are over and no peer has sent anything for
       // CLOSE_QUIET_MS (one that missed our CLOSE keeps sending and is answered), at most
       // FORCED_CLOSE_LINGER_MS.

@@ -2,7 +2,9 @@
 // our CONNECTION_CLOSE (lost, or dropped by its full receive buffer) gets it again when it sends
 // more packets (RFC 9000 10.2.1: the closing state). quiche 0.18 sends the CLOSE once and then
 // forgets the connection's packets, so this is the only repeat. Replies back off: after the 1st,
-// 2nd, 4th, 8th ... packet of a closed connection. Bounded in time and count.
+// 2nd, 4th, 8th ... packet of a closed connection. Bounded in time and count. A connection that
+// quiche closed itself (a failed handshake, a timeout) has no kept CLOSE: its late packets are
+// dropped quietly, never answered with a stateless reset that would hide the real reason.
 import type { Peer } from '../io/peer.js';
 
 /** How long a closed connection's CLOSE is kept for repeats. */
@@ -11,8 +13,8 @@ export const CLOSED_ROUTE_MS = 3_000;
 export const MAX_CLOSED_ROUTES = 10_000;
 
 interface Closed {
-  packet: Buffer;
-  to: Peer;
+  packet: Buffer | null;
+  to: Peer | null;
   rx: number;
   until: number;
 }
@@ -24,13 +26,20 @@ export class ClosedRoutes {
     return this.byKey.size;
   }
 
-  add(key: number, packet: Buffer, to: Peer, now: number): void {
+  add(key: number, packet: Buffer | null, to: Peer | null, now: number): void {
     this.byKey.delete(key);
     this.byKey.set(key, { packet, to, rx: 0, until: now + CLOSED_ROUTE_MS });
     if (this.byKey.size > MAX_CLOSED_ROUTES) {
       const oldest = this.byKey.keys().next();
       if (oldest.done !== true) this.byKey.delete(oldest.value);
     }
+  }
+
+  /** Closed connections whose CLOSE may still be repeated (what a forced close lingers for). */
+  get echoing(): number {
+    let n = 0;
+    for (const e of this.byKey.values()) if (e.packet !== null) n++;
+    return n;
   }
 
   has(key: number): boolean {
@@ -46,7 +55,7 @@ export class ClosedRoutes {
       return null;
     }
     const n = ++e.rx;
-    return (n & (n - 1)) === 0 ? e : null;
+    return (n & (n - 1)) === 0 && e.packet !== null && e.to !== null ? { packet: e.packet, to: e.to } : null;
   }
 
   expire(now: number): void {
