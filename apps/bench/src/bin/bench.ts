@@ -5,6 +5,7 @@
 // `--help` lists the options. With --json the last line printed is one JSON object of figures.
 // The same file is the client process of every variant run: `--bench-worker variant <json>`.
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PostgresServer } from '@quicpool/pg-fixture';
@@ -44,6 +45,7 @@ const OPTIONS = {
     'congestion-control': { type: 'string', default: 'cubic' },
     seed: { type: 'string', default: '1' },
     pgbouncer: { type: 'boolean', default: false },
+    workers: { type: 'string', default: '1' },
   },
 } as const;
 
@@ -63,7 +65,14 @@ function numberOf(name: string, value: string, min: number): number {
   return n;
 }
 
-function options(values: ReturnType<typeof parseCommandLine<typeof OPTIONS>>['values']): BenchOptions {
+/** `--workers 1,2`: the daemon's worker counts, each a whole run of the scenarios. */
+function workerCounts(value: string): number[] {
+  const counts = value.split(',').map((w) => Math.round(numberOf('workers', w, 1)));
+  if (counts.some((w) => w > 256)) fail('--workers: at most 256 per count');
+  return [...new Set(counts)];
+}
+
+function options(values: ReturnType<typeof parseCommandLine<typeof OPTIONS>>['values']): Omit<BenchOptions, 'workers'> {
   const scenarios = (values.scenario ?? [...SCENARIO_NAMES]).map((name) => {
     const found = SCENARIO_NAMES.find((s) => s === name);
     return found ?? fail(`unknown scenario '${name}'; known: ${SCENARIO_NAMES.join(', ')}`);
@@ -93,6 +102,50 @@ function options(values: ReturnType<typeof parseCommandLine<typeof OPTIONS>>['va
     png: values['no-png'] !== true,
     command: `bench ${process.argv.slice(2).join(' ')}`.trim(),
   };
+}
+
+/** Per scenario and variant: the pooler's CPU per query at the busiest step (median over rounds), queries answered and failed. */
+type WorkerFigures = Record<string, Record<string, { poolerUsPerQuery: number | null; processed: number; failed: number }>>;
+
+function workerFigures(results: readonly ScenarioResult[]): WorkerFigures {
+  const out: WorkerFigures = {};
+  for (const r of results) {
+    if (r.kind !== 'ran') continue;
+    const variants: WorkerFigures[string] = {};
+    for (const name of new Set(r.rounds.flat().map((run) => run.variant))) {
+      const runs = r.rounds.flat().filter((run) => run.variant === name).map(variantFigures);
+      const us = runs
+        .map((f) => f.steps.filter((st) => st.label !== 'probe').reduce<(typeof f.steps)[number] | null>((best, st) => (best === null || st.qps > best.qps ? st : best), null)?.usPerQuery.pooler ?? null)
+        .filter((x): x is number => x !== null)
+        .sort((a, b) => a - b);
+      variants[name] = {
+        poolerUsPerQuery: us.length === 0 ? null : us.length % 2 === 1 ? us[us.length >> 1]! : (us[us.length / 2 - 1]! + us[us.length / 2]!) / 2,
+        processed: runs.reduce((n, f) => n + f.processed, 0),
+        failed: runs.reduce((n, f) => n + f.failed, 0),
+      };
+    }
+    out[r.plan.name] = variants;
+  }
+  return out;
+}
+
+/** The worker counts side by side: pooler CPU per query of each against the first count's. */
+function workerLines(by: Readonly<Record<string, WorkerFigures>>, counts: readonly number[]): string[] {
+  const base = by[String(counts[0])] ?? {};
+  const lines = ['', `quicpool by worker count (pooler CPU per query at the busiest step, median of rounds; against ${counts[0]} worker${counts[0] === 1 ? '' : 's'}):`];
+  for (const [scenario, variants] of Object.entries(base)) {
+    for (const [variant, b] of Object.entries(variants)) {
+      if (b.poolerUsPerQuery === null) continue;
+      const cells = counts.map((w) => {
+        const v = by[String(w)]?.[scenario]?.[variant];
+        if (v === undefined || v.poolerUsPerQuery === null) return `${w}: -`;
+        return `${w}: ${v.poolerUsPerQuery.toFixed(0)} µs (${(v.poolerUsPerQuery / b.poolerUsPerQuery!).toFixed(2)}x), ${v.processed} answered, ${v.failed} failed`;
+      });
+      lines.push(`  ${scenario}/${variant}: ${cells.join('; ')}`);
+    }
+  }
+  lines.push(`  (this machine has ${cpus().length} cores, shared by PostgreSQL, the load generator, the path and the pooler: more workers than that cannot show scaling here)`);
+  return lines;
 }
 
 const seconds = new Map<string, number>();
@@ -167,23 +220,32 @@ async function main(): Promise<number> {
       pg = server.info;
       say(`postgres: embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`);
     }
-    const outcome = await runBench(o, {
-      pg,
-      script: copy.script,
-      wanScript: join(copy.dir, 'wan.js'),
-      log: stamp,
-      onRow: (plan, variant, round, row) => progress(plan.name, variant.name, round, row),
-    });
+    const counts = workerCounts(values.workers);
+    const outcomes = new Map<number, Awaited<ReturnType<typeof runBench>>>();
+    for (const workers of counts) {
+      if (counts.length > 1) say(`--- quicpool with ${workers} worker${workers === 1 ? '' : 's'} ---`);
+      const outcome = await runBench({ ...o, workers, out: o.out === null || counts.length === 1 ? o.out : `${o.out}-w${workers}` }, {
+        pg,
+        script: copy.script,
+        wanScript: join(copy.dir, 'wan.js'),
+        log: stamp,
+        onRow: (plan, variant, round, row) => progress(plan.name, variant.name, round, row),
+      });
+      outcomes.set(workers, outcome);
+      if (tty) process.stdout.write('\r\x1b[2K');
+      say('');
+      for (const line of summaryLines(outcome.results)) say(line);
+      say('');
+      say(`report: ${outcome.report.htmlFile}`);
+      say('files' in outcome.report.png ? `png: ${outcome.report.png.files.join(', ')}` : `png: skipped: ${outcome.report.png.skipped}`);
+    }
     await stop();
-    if (tty) process.stdout.write('\r\x1b[2K');
-    say('');
-    for (const line of summaryLines(outcome.results)) say(line);
-    say('');
-    say(`report: ${outcome.report.htmlFile}`);
-    say('files' in outcome.report.png ? `png: ${outcome.report.png.files.join(', ')}` : `png: skipped: ${outcome.report.png.skipped}`);
+    const byWorkers = Object.fromEntries([...outcomes].map(([w, out]) => [String(w), workerFigures(out.results)]));
+    if (counts.length > 1) for (const line of workerLines(byWorkers, counts)) say(line);
     if (values.json === true) {
-      const s = outcome.report.summary;
-      say(JSON.stringify({ ...s.figures, wanPath: outcome.setup.wanPath, congestionControl: outcome.setup.congestion, scale: outcome.scale, notAvailable: s.notAvailable, machine: s.machine, reportDir: outcome.report.dir }));
+      const first = outcomes.get(counts[0]!)!;
+      const s = first.report.summary;
+      say(JSON.stringify({ ...s.figures, wanPath: first.setup.wanPath, congestionControl: first.setup.congestion, scale: first.scale, notAvailable: s.notAvailable, machine: s.machine, reportDir: first.report.dir, workers: byWorkers }));
     }
     return 0;
   } finally {

@@ -2,7 +2,8 @@
 // installed), on loopback, in one run.
 //   node dist/bin/lan.js [--json] [--duration 20] [--quick] [--rounds 1] [--warmup 2] [--clients 50]
 //                        [--jobs 2] [--pool-size 20] [--profile DIR] [--targets direct,quicpoolTcp,pgbouncer[,nodeForwarder,transportForwarder]]
-//                        [--worker-flag --perf-basic-prof]... [--rate TPS]
+//                        [--worker-flag --perf-basic-prof]... [--rate TPS] [--workers 1,2]
+// --workers: quicpool's worker-thread counts, a daemon each, all measured in every round (default 1).
 // --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
 // quicpool is the real daemon (`quicpool start` with a generated config, TCP only).
 // --baseline <path of another build's apps/pooler/dist/cli.js>: that build's daemon is measured too, in
@@ -38,6 +39,7 @@ if (workerAt >= 0) {
       rate: { type: 'string' },
       baseline: { type: 'string' },
       'worker-flag': { type: 'string', multiple: true, default: [] },
+      workers: { type: 'string', default: '1' },
     },
   });
   const positive = (name: string, v: string): number => {
@@ -64,6 +66,11 @@ if (workerAt >= 0) {
         return known;
       })),
       script: fileURLToPath(import.meta.url),
+      workers: [...new Set(values.workers.split(',').map((w) => {
+        const n = positive('workers', w);
+        if (n < 1 || n > 256) throw new Error(`--workers: each count must be 1-256, got ${w}`);
+        return n;
+      }))],
     });
   } catch (e) {
     process.stderr.write(`bench:lan failed: ${e instanceof Error ? e.message : String(e)}\n`);

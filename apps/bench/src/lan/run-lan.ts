@@ -2,7 +2,7 @@
 // its own process) and through PgBouncer when installed (transaction mode, same pool size).
 // Per target: tps, mean and p99 latency, the pooler's CPU µs per transaction, load average.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { describeMachine, machineLine } from '../report/machine.js';
@@ -34,6 +34,8 @@ export interface LanOptions {
   readonly targets: ReadonlySet<TargetName>;
   /** This program's own file (forked as the Node forwarder). */
   readonly script: string;
+  /** quicpool's worker counts: a daemon each, measured in every round (the first is `quicpoolTcp`'s headline). */
+  readonly workers: readonly number[];
 }
 
 /** What `--targets` may name. */
@@ -43,6 +45,8 @@ export type TargetName = (typeof SELECTABLE_TARGETS)[number] | 'quicpoolBaseline
 
 export interface TargetRow {
   readonly target: TargetName;
+  /** quicpool's worker threads (null for the other targets). */
+  readonly workers: number | null;
   readonly round: number;
   readonly tps: number;
   readonly transactions: number;
@@ -81,11 +85,11 @@ export async function runLan(o: LanOptions): Promise<void> {
     await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
     const base = ['-S', '-c', String(o.clients), '-j', String(o.jobs), ...(o.rate === null ? [] : ['-R', String(o.rate)])];
     let round = 1;
-    const measure = async (target: TargetName, port: number, pid: number | null): Promise<void> => {
+    const measure = async (target: TargetName, port: number, pid: number | null, workers: number | null = null): Promise<void> => {
       const t: PgbenchTarget = { ...direct, port };
       if (o.warmupS > 0) await runPgbench(pgbench, t, [...base, '-T', String(o.warmupS)], (o.warmupS + 60) * 1000);
-      log(`round ${round}/${o.rounds}: pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} -> ${target} ...`);
-      const prefix = `${target}-r${round}`;
+      log(`round ${round}/${o.rounds}: pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} -> ${target}${workers === null ? '' : ` (${workers} worker${workers === 1 ? '' : 's'})`} ...`);
+      const prefix = `${target}${workers === null ? '' : `-w${workers}`}-r${round}`;
       const before = load1();
       const cpu0 = pid === null ? null : processCpuMicros(pid);
       // /proc/<pid>/io counts read()/write() only: Node's; PgBouncer's recv()/send() would show 0.
@@ -101,6 +105,7 @@ export async function runLan(o: LanOptions): Promise<void> {
       const userUs = cpu0 !== null && cpu1 !== null ? cpu1.user - cpu0.user : null;
       rows.push({
         target,
+        workers,
         round,
         ...s,
         latencyP99Ms: await p99FromLogs(logDir, prefix),
@@ -116,8 +121,9 @@ export async function runLan(o: LanOptions): Promise<void> {
     };
     const pooled = { serverHost: info.host, serverPort: info.port, user: info.user, password: info.password, poolSize: o.poolSize };
     // The real daemon, TCP only (pgbench speaks no QUIC), as a user would start it.
-    const daemon = (cli: string | undefined, nodeFlags: readonly string[]) =>
+    const daemon = (cli: string | undefined, nodeFlags: readonly string[], workers?: number) =>
       startDaemon({
+        ...(workers === undefined ? {} : { workers }),
         listenHost: '127.0.0.1',
         upstream: { host: info.host, port: info.port },
         users: { [info.user]: { password: info.password } },
@@ -128,8 +134,10 @@ export async function runLan(o: LanOptions): Promise<void> {
         ...(cli === undefined ? {} : { cli }),
       });
     const flags = [...(o.profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`]), ...o.workerFlags];
-    const qp = await daemon(undefined, flags);
-    log(`quicpool daemon pid ${qp.pid}`);
+    // One daemon per worker count, all running through the rounds (an idle one costs nothing).
+    const qps = [];
+    for (const w of o.workers) qps.push({ workers: w, d: await daemon(undefined, flags, w) });
+    for (const q of qps) log(`quicpool daemon (${q.workers} worker${q.workers === 1 ? '' : 's'}) pid ${q.d.pid}`);
     const baselineWorker = o.baseline === null ? null : await daemon(o.baseline, o.workerFlags);
     const forwarder = o.targets.has('nodeForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'net' }) : null;
     const fastForwarder = o.targets.has('transportForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'transport' }) : null;
@@ -143,7 +151,7 @@ export async function runLan(o: LanOptions): Promise<void> {
           // a round does not favour whichever daemon is measured first.
           const baselineFirst = baselineWorker !== null && round % 2 === 0;
           if (baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
-          if (o.targets.has('quicpoolTcp')) await measure('quicpoolTcp', qp.tcpPort, qp.pid);
+          if (o.targets.has('quicpoolTcp')) for (const q of qps) await measure('quicpoolTcp', q.d.tcpPort, q.d.pid, q.workers);
           if (baselineWorker !== null && !baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
           if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
           if (forwarder !== null) await measure('nodeForwarder', forwarder.port, forwarder.pid);
@@ -153,7 +161,7 @@ export async function runLan(o: LanOptions): Promise<void> {
         await pb?.stop();
       }
     } finally {
-      await qp.stop();
+      for (const q of qps) await q.d.stop();
       await baselineWorker?.stop();
       await forwarder?.stop();
       await fastForwarder?.stop();
@@ -174,10 +182,13 @@ function median(xs: readonly (number | null)[]): number | null {
 }
 
 function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbouncerVersion: string | null): void {
-  const of = (t: TargetName) => rows.filter((r) => r.target === t);
+  const first = o.workers[0] ?? 1;
+  // quicpoolTcp's headline figures are those of the first worker count.
+  const of = (t: TargetName, workers: number = first) => rows.filter((r) => r.target === t && (t !== 'quicpoolTcp' || r.workers === workers));
   const med = (t: TargetName, get: (r: TargetRow) => number | null): number | null => median(of(t).map(get));
   const f = (x: number | null | undefined, d: number) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d));
-  const name = (t: TargetName) => (t === 'pgbouncer' && pgbouncerVersion !== null ? `pgbouncer (${pgbouncerVersion})` : t);
+  const name = (r: TargetRow) =>
+    r.target === 'pgbouncer' && pgbouncerVersion !== null ? `pgbouncer (${pgbouncerVersion})` : r.workers === null || o.workers.length === 1 ? r.target : `${r.target} ${r.workers}w`;
   const lines = [
     `bench:lan  pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS}${o.rate === null ? '' : ` -R ${o.rate}`} (simple protocol), pool size ${o.poolSize}, transaction pooling, ${o.rounds} round(s)`,
     machine,
@@ -185,7 +196,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     '| round | target | tps | mean latency ms | p99 latency ms | failed | pooler CPU µs/tx | of which user | pooler cores | read+write syscalls/tx (Node) | load avg 1m before/after |',
     '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map((r) =>
-      `| ${r.round} | ${name(r.target)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.userUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
+      `| ${r.round} | ${name(r)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.userUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
   ];
   // The ratio of each round (same conditions, measured back to back), then their median.
   const byRound = (num: TargetName, den: TargetName, get: (r: TargetRow) => number | null) =>
@@ -229,6 +240,27 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     const forPgbouncer = cpuP === null ? '' : `, ${f(us / cpuP, 2)}x PgBouncer's`;
     lines.push(`${t} (reference: no pooling, ${how}): ${f(med(t, (r) => r.tps), 0)} tps, ${f(us, 1)} µs/tx (user ${f(med(t, (r) => r.userUsPerTx), 1)})${forPgbouncer}; quicpool's CPU per transaction is ${q === null ? '-' : f(q / us, 2)}x that of this Node.js process that only moves the bytes`);
   }
+  const perWorkers = Object.fromEntries(o.workers.map((w) => [String(w), {
+    tps: median(of('quicpoolTcp', w).map((r) => r.tps)),
+    cpuUsPerTx: median(of('quicpoolTcp', w).map((r) => r.cpuUsPerTx)),
+    cpuCores: median(of('quicpoolTcp', w).map((r) => r.cpuCores)),
+  }]));
+  if (o.workers.length > 1 && o.targets.has('quicpoolTcp')) {
+    lines.push('', `quicpool by worker count (medians of rounds; ratios against ${first} worker${first === 1 ? '' : 's'}, each round's pair measured back to back):`);
+    for (const w of o.workers) {
+      const cpuRatios = of('quicpoolTcp', w).map((a) => {
+        const b = of('quicpoolTcp', first).find((r) => r.round === a.round);
+        return a.cpuUsPerTx !== null && b?.cpuUsPerTx ? a.cpuUsPerTx / b.cpuUsPerTx : null;
+      });
+      const tpsRatios = of('quicpoolTcp', w).map((a) => {
+        const b = of('quicpoolTcp', first).find((r) => r.round === a.round);
+        return b !== undefined && b.tps > 0 ? a.tps / b.tps : null;
+      });
+      const p = perWorkers[String(w)]!;
+      lines.push(`  ${w} worker${w === 1 ? '' : 's'}: ${f(p.tps, 0)} tps, ${f(p.cpuUsPerTx, 1)} µs CPU per transaction, ${f(p.cpuCores, 2)} cores; CPU/tx ${f(median(cpuRatios), 2)}x, tps ${f(median(tpsRatios), 2)}x`);
+    }
+    lines.push(`  (this machine has ${cpus().length} cores, shared by PostgreSQL, pgbench and the pooler: more workers than cores cannot show scaling here)`);
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
   if (o.json) {
     const pick = (get: (r: TargetRow) => number | null) => ({
@@ -244,10 +276,11 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
       cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx), nodeForwarder: fwd, transportForwarder: fastFwd },
       cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
       quicpoolVsPgbouncerTps: ratio,
+      workers: perWorkers,
       baseline: o.baseline === null ? null : { module: o.baseline, tps: med('quicpoolBaseline', (r) => r.tps), cpuUsPerTx: med('quicpoolBaseline', (r) => r.cpuUsPerTx) },
       quicpoolVsPgbouncerTpsByRound: ratios,
       rounds: rows,
-      config: { durationS: o.durationS, rounds: o.rounds, clients: o.clients, jobs: o.jobs, poolSize: o.poolSize, pgbouncer: pgbouncerVersion },
+      config: { durationS: o.durationS, rounds: o.rounds, clients: o.clients, jobs: o.jobs, poolSize: o.poolSize, pgbouncer: pgbouncerVersion, workers: o.workers },
       machine,
     };
     process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -29,6 +29,7 @@ let built: { script: string; wanScript: string; remove: () => void };
 
 const options = (o: Partial<BenchOptions>): BenchOptions => ({
   quick: true,
+  workers: 1,
   originalExact: false,
   seedScale: false,
   delayMs: DELAY_MS,

@@ -26,6 +26,8 @@ export interface BenchSettings {
   readonly steadyRate: number | null;
   /** The original scenario also runs its TCP + TLS clients through PgBouncer (a reference). */
   readonly pgbouncer: boolean;
+  /** The quicpool daemon's worker threads (workers.count). */
+  readonly workers: number;
 }
 
 /** The load every WAN scenario is scaled to. */

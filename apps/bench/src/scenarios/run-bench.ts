@@ -108,6 +108,7 @@ export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutco
       pgbouncer,
       congestionControl: o.congestionControl,
       seed: o.seed,
+      workers: o.workers,
       log: io.log,
       ...(io.onRow === undefined ? {} : { onRow: io.onRow }),
     };

@@ -39,6 +39,8 @@ export interface BenchContext {
   readonly congestionControl: CongestionControl;
   /** Seed of the path's random loss: the same for every variant. */
   readonly seed: number;
+  /** The quicpool daemon's worker threads. */
+  readonly workers: number;
   readonly log: (line: string) => void;
   /** Every row as it arrives (progress). */
   readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
@@ -190,6 +192,7 @@ async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: 
         users: { [ctx.pg.user]: { password: ctx.pg.password } },
         poolSize: POOL_SIZE,
         stateDir: ctx.stateDir,
+        workers: ctx.workers,
       });
     case 'pgbouncer': {
       if (ctx.pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (apt-get install pgbouncer)');

@@ -83,6 +83,8 @@ export class Pool implements BudgetedPool {
    */
   private readonly waiters = new Map<Waiter, number>();
   private waitTimer: Timer | null = null;
+  /** A peer wants this pool's connections and the least recently used one is not idle long enough yet. */
+  private giveTimer: Timer | null = null;
   private parametersCache: ReadonlyMap<string, string> | undefined;
   private parametersPromise: Promise<ReadonlyMap<string, string>> | undefined;
   /** Logins waiting for the server's parameters: the pool's first server connection. */
@@ -327,6 +329,8 @@ export class Pool implements BudgetedPool {
   close(): void {
     this.closed = true;
     this.stopMaintenance();
+    if (this.giveTimer !== null) this.deps.clock.clearTimer(this.giveTimer);
+    this.giveTimer = null;
     if (this.waitTimer !== null) this.deps.clock.clearTimer(this.waitTimer);
     this.waitTimer = null;
     const waiting = [...this.waiters.keys()];
@@ -517,10 +521,23 @@ export class Pool implements BudgetedPool {
     if (demand === 0) this.budget?.satisfied();
   }
 
-  /** Another worker waits for this pool's budget: an idle connection goes to it, if no client here waits. */
+  /**
+   * Another worker waits for this pool's budget: a connection idle for IDLE_BEFORE_GIVING_MS goes
+   * to it, if no client here waits. One idle for less is likely between two of its clients'
+   * transactions (given away, it would come straight back as a new server login): it is looked at
+   * again once it has been idle that long (on the pooler's clock).
+   */
   giveIdle(): boolean {
     const b = this.idle[0]; // the least recently used
     if (b === undefined || this.closed || (this.waiters.size > 0 && !this.paused)) return false;
+    const young = b.lastUsedAt + IDLE_BEFORE_GIVING_MS - this.deps.clock.now();
+    if (young > 0) {
+      this.giveTimer ??= this.deps.clock.setTimer(() => {
+        this.giveTimer = null;
+        if (this.budget?.othersWant() === true) this.giveIdle();
+      }, young);
+      return false;
+    }
     this.giveAway(b);
     return true;
   }
@@ -581,3 +598,6 @@ export class Pool implements BudgetedPool {
 }
 
 const encodeQuery = (query: string): Buffer => encodeFrontend({ type: 'Query', query });
+
+/** How long a connection must have been idle before it goes to another worker that wants one. */
+export const IDLE_BEFORE_GIVING_MS = 50;

@@ -32,11 +32,13 @@ export interface ServerBudget {
   /**
    * Should a connection of ours that a transaction just released go to another worker that waits?
    * Only to even out the share (SharedCounts.shouldGive): a worker whose clients are between two
-   * queries keeps its connections; idle ones are given when asked (BudgetedPool.giveIdle).
+   * queries keeps its connections; ones idle for a while are given when asked (BudgetedPool.giveIdle).
    */
   shouldGive(): boolean;
   /** A peer wants this pool's connections (set by `want` messages, cleared once nobody does). */
   readonly contended: boolean;
+  /** Whether another worker waits for this pool's connections now. */
+  othersWant(): boolean;
 }
 
 /** What the budget needs from a pool. */
@@ -44,7 +46,7 @@ export interface BudgetedPool {
   readonly poolSize: number;
   /** Try again to open the connections its waiters need (the budget may allow them now). */
   refill(): void;
-  /** Close one idle connection if it has one and no client waits; true when it did. */
+  /** Close one connection idle for a while if no client waits (or once it has been); true when it did now. */
   giveIdle(): boolean;
   /** The server's parameters, when this pool knows them (from a connection of its own or a peer). */
   readonly knownParameters: ReadonlyMap<string, string> | undefined;
@@ -163,6 +165,10 @@ class PoolBudget implements ServerBudget {
 
   reserveClose(min: number): boolean {
     return this.all.counts.reserveClose(this.slot, min);
+  }
+
+  othersWant(): boolean {
+    return this.all.counts.othersWanting(this.slot, this.all.worker);
   }
 
   remind(): void {

@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminDatabase, createAdminCommands, poolerAdminContext } from '../../src/index.js';
+import { IDLE_BEFORE_GIVING_MS } from '../../src/pool/pool.js';
 import type { AdminCommands } from '../../src/index.js';
 import { ManualClock } from '../support/manual-clock.js';
 import { eventually } from '../hostile/helpers.js';
@@ -66,6 +67,9 @@ describe('waiting clients', () => {
   it('a client held by PAUSE waits visibly (cl_waiting, maxwait, state) and its wait is counted when RESUME serves it', async () => {
     const c = await connect();
     try {
+      // The pool's connection has been idle a while (with two workers, the one that holds it hands
+      // an idle connection to the other only then: IDLE_BEFORE_GIVING_MS on the pooler's clock).
+      clock.advance(IDLE_BEFORE_GIVING_MS);
       await c.query('SELECT 1'); // a server connection exists and is idle
       const { total_wait_time: before } = (await show('STATS')).find((r) => r['database'] === pgInfo.database) ?? {};
       expect(await admin.run('PAUSE')).toEqual({ kind: 'command', tag: 'PAUSE' });
