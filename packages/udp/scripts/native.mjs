@@ -27,7 +27,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const mode = process.argv[2] ?? 'build';
 const force = process.argv.includes('--force');
 const output = join(root, 'build', 'Release', 'udp.node');
-const sources = [join(root, 'binding.gyp'), ...['udp.c', 'groups.c', 'groups.h', 'sockaddr.h'].map((f) => join(root, 'src', 'native', f))];
+const sources = [join(root, 'binding.gyp'), ...['udp.c', 'groups.c', 'groups.h', 'napi-util.h', 'sockaddr.h'].map((f) => join(root, 'src', 'native', f))];
 
 const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : -1);
 

@@ -490,25 +490,22 @@ export class Pool implements BudgetedPool {
     this.refill();
   }
 
-  private destroy(b: Backend): void {
+  /**
+   * Closes `b`. `replace`: another is opened for whoever waits. Not when its budget goes to another
+   * worker (`giveAway`): then it is closed once the server is done with it, and not replaced here.
+   */
+  private destroy(b: Backend, how: 'replace' | 'giveAway' = 'replace'): void {
     if (b.state === 'closed') return;
     if (b.state === 'active') this.served(b, this.deps.clock.now());
     this.setState(b, 'closed');
     b.owner = null;
+    if (how === 'giveAway') return b.closeWhenServerDone();
     b.close();
     this.refill();
   }
 
-  /**
-   * `b` is free and its budget goes to another worker: closed once the server is done with it,
-   * and not replaced here.
-   */
   private giveAway(b: Backend): void {
-    if (b.state === 'closed') return;
-    if (b.state === 'active') this.served(b, this.deps.clock.now());
-    this.setState(b, 'closed');
-    b.owner = null;
-    b.closeWhenServerDone();
+    this.destroy(b, 'giveAway');
   }
 
   /** Opens the connections waiters (and a login's first parameters) need, as far as limits allow. */

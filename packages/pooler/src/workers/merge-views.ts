@@ -28,29 +28,13 @@ export function mergeViews(views: readonly PoolerView[]): PoolerView {
 
 const sum = <T>(xs: readonly T[], f: (x: T) => number): number => xs.reduce((n, x) => n + f(x), 0);
 
+/** The counters and totals of a pool row that add up over workers. */
+const SUMMED = [
+  'clients', 'idle', 'active', 'resetting', 'connecting', 'waiting', 'connectsTotal', 'closedTotal', 'waitTimeoutsTotal',
+  'xactCountTotal', 'xactTimeMsTotal', 'waitTimeMsTotal', 'queryCountTotal', 'queryTimeUsTotal', 'receivedBytesTotal', 'sentBytesTotal',
+] as const satisfies readonly (keyof PoolRow)[];
+
 function addPools(a: PoolRow, b: PoolRow): PoolRow {
-  return {
-    database: a.database,
-    user: a.user,
-    poolMode: a.poolMode,
-    virtual: a.virtual,
-    paused: a.paused || b.paused,
-    clients: a.clients + b.clients,
-    idle: a.idle + b.idle,
-    active: a.active + b.active,
-    resetting: a.resetting + b.resetting,
-    connecting: a.connecting + b.connecting,
-    waiting: a.waiting + b.waiting,
-    connectsTotal: a.connectsTotal + b.connectsTotal,
-    closedTotal: a.closedTotal + b.closedTotal,
-    waitTimeoutsTotal: a.waitTimeoutsTotal + b.waitTimeoutsTotal,
-    maxWaitMs: Math.max(a.maxWaitMs, b.maxWaitMs),
-    xactCountTotal: a.xactCountTotal + b.xactCountTotal,
-    xactTimeMsTotal: a.xactTimeMsTotal + b.xactTimeMsTotal,
-    waitTimeMsTotal: a.waitTimeMsTotal + b.waitTimeMsTotal,
-    queryCountTotal: a.queryCountTotal + b.queryCountTotal,
-    queryTimeUsTotal: a.queryTimeUsTotal + b.queryTimeUsTotal,
-    receivedBytesTotal: a.receivedBytesTotal + b.receivedBytesTotal,
-    sentBytesTotal: a.sentBytesTotal + b.sentBytesTotal,
-  };
+  const sums = Object.fromEntries(SUMMED.map((k) => [k, a[k] + b[k]])) as Pick<PoolRow, (typeof SUMMED)[number]>;
+  return { ...a, ...sums, paused: a.paused || b.paused, maxWaitMs: Math.max(a.maxWaitMs, b.maxWaitMs) };
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "groups.h"
+#include "napi-util.h"
 #include "sockaddr.h"
 
 #ifndef SO_ATTACH_REUSEPORT_CBPF
@@ -27,31 +28,10 @@
 /** Instructions of a steering program at most (BPF_MAXINSNS is 4096; ours has 7). */
 #define MAX_INSNS 64
 
-static napi_value fail(napi_env env, const char* what, int err) {
-  char msg[200];
-  snprintf(msg, sizeof msg, "%s: %s", what, strerror(err));
-  napi_value e, code, message;
-  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &message);
-  napi_create_error(env, NULL, message, &e);
-  napi_create_int32(env, -err, &code);
-  napi_set_named_property(env, e, "errno", code);
-  napi_throw(env, e);
-  return NULL;
-}
-
-static int prop(napi_env env, napi_value o, const char* name, napi_value* out) {
-  bool has = false;
-  if (napi_has_named_property(env, o, name, &has) != napi_ok || !has) return 0;
-  if (napi_get_named_property(env, o, name, out) != napi_ok) return 0;
-  napi_valuetype t;
-  napi_typeof(env, *out, &t);
-  return t != napi_undefined && t != napi_null;
-}
-
 static uint32_t u32(napi_env env, napi_value o, const char* name, uint32_t dflt) {
   napi_value v;
   uint32_t out = dflt;
-  if (prop(env, o, name, &v)) napi_get_value_uint32(env, v, &out);
+  if (get_prop(env, o, name, &v)) napi_get_value_uint32(env, v, &out);
   return out;
 }
 
@@ -115,8 +95,8 @@ static napi_value js_reuseport_group(napi_env env, napi_callback_info info) {
   napi_value o = argv[0], v;
   char proto[8] = "", host[INET6_ADDRSTRLEN + 1] = "";
   size_t n = 0;
-  if (!prop(env, o, "protocol", &v) || napi_get_value_string_utf8(env, v, proto, sizeof proto, &n) != napi_ok ||
-      !prop(env, o, "address", &v) || napi_get_value_string_utf8(env, v, host, sizeof host, &n) != napi_ok) {
+  if (!get_prop(env, o, "protocol", &v) || napi_get_value_string_utf8(env, v, proto, sizeof proto, &n) != napi_ok ||
+      !get_prop(env, o, "address", &v) || napi_get_value_string_utf8(env, v, host, sizeof host, &n) != napi_ok) {
     napi_throw_type_error(env, NULL, "reuseportGroup: protocol and address are required");
     return NULL;
   }
@@ -130,7 +110,7 @@ static napi_value js_reuseport_group(napi_env env, napi_callback_info info) {
   }
   struct sock_filter insns[MAX_INSNS];
   uint32_t ninsns = 0;
-  if (prop(env, o, "program", &v)) {
+  if (get_prop(env, o, "program", &v)) {
     napi_typedarray_type t;
     size_t len, off;
     void* data;
@@ -156,7 +136,7 @@ static napi_value js_reuseport_group(napi_env env, napi_callback_info info) {
     int err = open_member(udp, family, host, port, backlog, rcvbuf, sndbuf, &fds[i], &what);
     if (err != 0) {
       for (uint32_t j = 0; j < i; j++) close(fds[j]);
-      return fail(env, what, err);
+      return throw_errno(env, what, err);
     }
     if (i == 0) port = bound_port(fds[0]);
   }
@@ -191,7 +171,7 @@ static napi_value js_dup_fd(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return fail(env, "dup", errno);
+  if (copy < 0) return throw_errno(env, "dup", errno);
   napi_create_int32(env, copy, &out);
   return out;
 }
@@ -205,7 +185,7 @@ static napi_value js_close_fd(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "closeFd: a descriptor expected");
     return NULL;
   }
-  if (close(fd) != 0) return fail(env, "close", errno);
+  if (close(fd) != 0) return throw_errno(env, "close", errno);
   return NULL;
 }
 

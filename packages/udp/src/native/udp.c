@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "napi-util.h"
 #include "sockaddr.h"
 #include "groups.h"
 
@@ -120,27 +121,6 @@ enum { REF_RX, REF_RX_META, REF_TX, REF_TX_META, REF_ON_DATAGRAMS, REF_ON_ERROR 
       return NULL;                                            \
     }                                                         \
   } while (0)
-
-static napi_value throw_errno(napi_env env, const char* what, int err) {
-  char msg[160];
-  snprintf(msg, sizeof msg, "%s: %s", what, strerror(err));
-  napi_value e, code, message;
-  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &message);
-  napi_create_error(env, NULL, message, &e);
-  napi_create_int32(env, -err, &code);
-  napi_set_named_property(env, e, "errno", code);
-  napi_throw(env, e);
-  return NULL;
-}
-
-static int get_prop(napi_env env, napi_value obj, const char* name, napi_value* out) {
-  bool has = false;
-  if (napi_has_named_property(env, obj, name, &has) != napi_ok || !has) return 0;
-  if (napi_get_named_property(env, obj, name, out) != napi_ok) return 0;
-  napi_valuetype t;
-  napi_typeof(env, *out, &t);
-  return t != napi_undefined && t != napi_null;
-}
 
 static int get_u32(napi_env env, napi_value obj, const char* name, uint32_t dflt, uint32_t* out) {
   napi_value v;
