@@ -101,9 +101,9 @@ export class PoolerCore {
     const workers = worker?.count ?? 1;
     this.counts = new SharedCounts(worker?.shared ?? SharedCounts.allocate(1, false), workers);
     this.peers = worker === null || workers === 1 ? NO_PEERS : joinPeers(worker.groupId, (m) => this.onPeer(m));
-    this.budgets = new Budgets(this.counts, this.workerIndex, this.peers, () => this.current.maxServerConnections);
     this.cancelKeys = new CancelRegistry<ClientHandle>(this.workerIndex, workers);
     this.clock = new CycleClock(clock);
+    this.budgets = new Budgets(this.counts, this.workerIndex, this.peers, () => this.current.maxServerConnections, this.clock);
     this.batcher = new WriteBatcher(this.clock);
     this.authQuery = new AuthQuery(
       () => {

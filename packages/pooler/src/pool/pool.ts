@@ -333,6 +333,7 @@ export class Pool implements BudgetedPool {
     this.giveTimer = null;
     if (this.waitTimer !== null) this.deps.clock.clearTimer(this.waitTimer);
     this.waitTimer = null;
+    this.budget?.close();
     const waiting = [...this.waiters.keys()];
     this.waiters.clear();
     for (const w of waiting) {
@@ -399,7 +400,7 @@ export class Pool implements BudgetedPool {
   private handOver(b: Backend, fromIdle = false): void {
     if (this.closed) return this.destroy(b);
     // Another worker waits for this pool's budget: this one goes back to it (see workers/budgets.ts).
-    if (this.budget?.contended === true && this.budget.shouldGive()) return this.giveAway(b);
+    if (this.budget?.shouldGive() === true) return this.giveAway(b);
     if (this.waiters.size > 0 && !this.paused) {
       const [w, since] = this.waiters.entries().next().value!;
       this.waiters.delete(w); // the shared timer re-aims itself when it fires
@@ -411,6 +412,8 @@ export class Pool implements BudgetedPool {
     }
     // A new backend is born 'idle' in no list; setState puts it in (and never twice).
     if (!fromIdle) this.setState(b, 'idle');
+    // Another worker waits: once idle long enough, this one (or another idle one) goes to it.
+    if (this.budget?.othersWant() === true) this.giveIdle();
   }
 
   private open(): Promise<Backend> {

@@ -9,7 +9,7 @@ import { IDLE_BEFORE_GIVING_MS, Pool } from '../pool/pool.js';
 import type { Waiter } from '../pool/pool.js';
 import { fakeDeps, tick } from '../../test/support/fake-backend.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
-import { Budgets } from './budgets.js';
+import { Budgets, WANT_REPEAT_MS } from './budgets.js';
 import type { PeerMessage, Peers } from './peers.js';
 import { SharedCounts } from './shared-counts.js';
 
@@ -17,14 +17,18 @@ const LOGIN = { server: { host: '', port: 1 }, database: 'db', user: 'u', passwo
 const KEY = 'db\0u';
 
 /** Two workers whose peer messages reach each other at once (as a BroadcastChannel would, later). */
-function twoWorkers(poolSize: number, clock: ManualClock): { pools: [Pool, Pool]; counts: SharedCounts } {
+function twoWorkers(poolSize: number, clock: ManualClock): { pools: [Pool, Pool]; counts: SharedCounts; posted: PeerMessage[] } {
   const counts = new SharedCounts(SharedCounts.allocate(2), 2);
   const budgets: Budgets[] = [];
+  const posted: PeerMessage[] = [];
   const peersOf = (w: number): Peers => ({
-    post: (m: PeerMessage) => queueMicrotask(() => budgets[1 - w]?.receive(m)),
+    post: (m: PeerMessage) => {
+      posted.push(m);
+      queueMicrotask(() => budgets[1 - w]?.receive(m));
+    },
     close: () => undefined,
   });
-  for (const w of [0, 1]) budgets.push(new Budgets(counts, w, peersOf(w), () => 0));
+  for (const w of [0, 1]) budgets.push(new Budgets(counts, w, peersOf(w), () => 0, clock));
   const pools = [0, 1].map((w) => {
     const slot = counts.attach(KEY, w)!;
     return new Pool('db', 'u', resolvePoolSettings({ poolSize, serverCheckDelayMs: 1_000_000 }), LOGIN, {
@@ -32,7 +36,7 @@ function twoWorkers(poolSize: number, clock: ManualClock): { pools: [Pool, Pool]
       budget: (p) => budgets[w]!.forPool(KEY, slot, p),
     });
   }) as [Pool, Pool];
-  return { pools, counts };
+  return { pools, counts, posted };
 }
 
 /** A client of a pool: the connection it holds, and the errors it got (none expected). */
@@ -146,6 +150,63 @@ describe('the server budget of two workers', () => {
       expect(connects()).toBe(settled); // no more server logins once even
       expect(counts.totalServers).toBe(4);
       expect([...onA, ...onB].flatMap((w) => w.errors)).toEqual([]);
+    } finally {
+      a.destroyAll();
+      b.destroyAll();
+    }
+  });
+
+  it('a connection released into idle while another worker waits goes to it once idle long enough', async () => {
+    const clock = new ManualClock();
+    const { pools: [a, b] } = twoWorkers(2, clock);
+    try {
+      const pinned = waiter(); // a's session that keeps its connection (e.g. it holds a lock)
+      a.acquire(pinned);
+      const onB = waiter();
+      b.acquire(onB);
+      await settle();
+      expect([pinned.backend, onB.backend].every((x) => x !== null)).toBe(true);
+      const second = waiter();
+      a.acquire(second); // refused by the budget: a asks while b's connection is busy
+      await settle();
+      b.release(onB.backend!, CLEAN); // idle now, and b's clients are quiet
+      await settle();
+      expect(second.backend).toBeNull();
+      clock.advance(IDLE_BEFORE_GIVING_MS);
+      await settle();
+      expect(second.backend).not.toBeNull();
+      expect(b.stats()).toMatchObject({ idle: 0, active: 0 });
+    } finally {
+      a.destroyAll();
+      b.destroyAll();
+    }
+  });
+
+  it('a saturated worker whose queue empties and fills between transactions asks at most once per WANT_REPEAT_MS', async () => {
+    const clock = new ManualClock();
+    const { pools: [a, b], posted } = twoWorkers(2, clock);
+    try {
+      const onA = waiter();
+      a.acquire(onA);
+      const onB = [waiter(), waiter()];
+      for (const w of onB) b.acquire(w);
+      await settle();
+      // a holds one, b one with a second client queued: b wants. 100 transactions in 10 ms.
+      const bHolder = (): (typeof onB)[number] => onB.find((w) => w.backend !== null)!;
+      for (let i = 0; i < 100; i++) {
+        const w = bHolder();
+        const x = w.backend!;
+        w.backend = null;
+        b.release(x, CLEAN); // the queued client gets it: b's queue is empty (b is satisfied)...
+        b.acquire(w); // ...and full again: b wants again
+        clock.advance(0.1);
+        await tick();
+      }
+      await settle();
+      expect(posted.filter((m) => m.type === 'want').length).toBe(1);
+      clock.advance(WANT_REPEAT_MS); // still wanting at the end of the window: asked again
+      await settle();
+      expect(posted.filter((m) => m.type === 'want').length).toBe(2);
     } finally {
       a.destroyAll();
       b.destroyAll();

@@ -6,8 +6,19 @@
 // ends, until the budget is spread evenly over the workers that need it (SharedCounts.shouldGive).
 // The daemon-wide limit takes idle connections of any pool, as PgBouncer closes another pool's
 // idle server connection when max_db_connections is reached.
+import type { Clock, Timer } from '../core/clock.js';
 import type { PeerMessage, Peers } from './peers.js';
 import type { SharedCounts, Slot, TakeResult } from './shared-counts.js';
+
+/**
+ * A pool that wants connections says so at most once per this many ms (a saturated pool's queue
+ * empties and fills again between transactions; a message each time would cost a cross-thread
+ * wake-up every few transactions). One refused within the window goes out when the window ends,
+ * if the pool still waits then. Workers that hold connections also read the wish from the
+ * shared table whenever a transaction releases one (PoolBudget.shouldGive): the message only
+ * wakes a worker whose connections sit idle.
+ */
+export const WANT_REPEAT_MS = 50;
 
 /** What a pool needs from the budget (absent: the pool counts only its own connections, as one worker). */
 export interface ServerBudget {
@@ -35,10 +46,10 @@ export interface ServerBudget {
    * queries keeps its connections; ones idle for a while are given when asked (BudgetedPool.giveIdle).
    */
   shouldGive(): boolean;
-  /** A peer wants this pool's connections (set by `want` messages, cleared once nobody does). */
-  readonly contended: boolean;
   /** Whether another worker waits for this pool's connections now. */
   othersWant(): boolean;
+  /** The pool is closed: its wish is withdrawn and no timer of the budget stays armed. */
+  close(): void;
 }
 
 /** What the budget needs from a pool. */
@@ -62,6 +73,7 @@ export class Budgets {
     readonly worker: number,
     private readonly peers: Peers,
     private readonly globalCap: () => number,
+    readonly clock: Clock,
   ) {}
 
   /** The budget of pool `key` (`slot` is the pool's place in the shared table). */
@@ -119,11 +131,12 @@ export class Budgets {
 }
 
 class PoolBudget implements ServerBudget {
-  contended = false;
   refusedGlobally = false;
   private wanting = false;
-  /** A 'want' went out since the last 'freed': one message per round, not per refused attempt. */
-  private announced = false;
+  /** When the last 'want' went out (see WANT_REPEAT_MS). */
+  private announcedAt = -Infinity;
+  /** The 'want' refused within the window, sent when it ends if still wanted. */
+  private announceTimer: Timer | null = null;
   /** A 'parametersWanted' went out (again at most once a second, see remind). */
   private asked = false;
 
@@ -150,15 +163,29 @@ class PoolBudget implements ServerBudget {
       this.wanting = true;
       this.all.counts.setWanting(this.slot, this.all.worker, true);
     }
-    if (this.announced) return;
-    this.announced = true;
-    this.all.post(refused === 'pool' ? { type: 'want', from: this.all.worker, key: this.key } : { type: 'wantAny', from: this.all.worker });
+    this.announce();
+  }
+
+  /** Posts the wish now, or when the window since the last one ends (WANT_REPEAT_MS). */
+  private announce(): void {
+    if (this.announceTimer !== null) return;
+    const { clock } = this.all;
+    const wait = this.announcedAt + WANT_REPEAT_MS - clock.now();
+    if (wait > 0) {
+      this.announceTimer = clock.setTimer(() => {
+        this.announceTimer = null;
+        if (this.wanting) this.announce();
+      }, wait);
+      return;
+    }
+    this.announcedAt = clock.now();
+    const { worker } = this.all;
+    this.all.post(this.refusedGlobally ? { type: 'wantAny', from: worker } : { type: 'want', from: worker, key: this.key });
   }
 
   satisfied(): void {
     if (!this.wanting) return;
     this.wanting = false;
-    this.announced = false;
     this.refusedGlobally = false;
     this.all.counts.setWanting(this.slot, this.all.worker, false);
   }
@@ -172,7 +199,7 @@ class PoolBudget implements ServerBudget {
   }
 
   remind(): void {
-    this.announced = false;
+    if (this.wanting) this.announce();
     this.asked = false;
   }
 
@@ -191,18 +218,21 @@ class PoolBudget implements ServerBudget {
   }
 
   shouldGive(): boolean {
-    const { counts, worker } = this.all;
-    this.contended = counts.othersWanting(this.slot, worker);
-    return this.contended && counts.shouldGive(this.slot, worker);
+    return this.all.counts.shouldGive(this.slot, this.all.worker);
   }
 
   peerWants(): void {
-    this.contended = true;
     this.pool.giveIdle();
   }
 
   freed(): void {
-    this.announced = false;
     if (this.wanting) this.pool.refill();
+  }
+
+  /** The pool is closed: no wish goes out any more. */
+  close(): void {
+    if (this.announceTimer !== null) this.all.clock.clearTimer(this.announceTimer);
+    this.announceTimer = null;
+    this.satisfied();
   }
 }
