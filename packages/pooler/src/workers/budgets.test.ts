@@ -58,6 +58,20 @@ const settle = async (): Promise<void> => {
 };
 const CLEAN = { status: 'I' as const, busy: false, dirty: false };
 
+/** Every client that holds a connection finishes a transaction and queues again at once (a closed loop). */
+async function closedLoop(workers: readonly (readonly [Pool, readonly ReturnType<typeof waiter>[]])[]): Promise<void> {
+  for (const [pool, clients] of workers) {
+    for (const w of clients) {
+      if (w.backend === null) continue;
+      const x = w.backend;
+      w.backend = null;
+      pool.release(x, CLEAN);
+      pool.acquire(w);
+    }
+  }
+  await settle();
+}
+
 describe('the server budget of two workers', () => {
   it('a worker with none gets one when the other releases: never more than pool.size in all', async () => {
     const clock = new ManualClock();
@@ -120,33 +134,10 @@ describe('the server budget of two workers', () => {
       for (const w of onB) b.acquire(w);
       await settle();
       const connects = (): number => a.stats().connectsTotal + b.stats().connectsTotal;
-      for (let round = 0; round < 6; round++) {
-        // Every holder finishes a transaction and queues again at once (closed loop).
-        for (const [p, ws] of [[a, onA], [b, onB]] as const) {
-          for (const w of ws) {
-            if (w.backend === null) continue;
-            const x = w.backend;
-            w.backend = null;
-            p.release(x, CLEAN);
-            p.acquire(w);
-          }
-        }
-        await settle();
-      }
+      for (let round = 0; round < 6; round++) await closedLoop([[a, onA], [b, onB]]);
       expect([counts.held(counts.attach(KEY, 0)!, 0), counts.held(counts.attach(KEY, 1)!, 1)]).toEqual([2, 2]);
       const settled = connects();
-      for (let round = 0; round < 6; round++) {
-        for (const [p, ws] of [[a, onA], [b, onB]] as const) {
-          for (const w of ws) {
-            if (w.backend === null) continue;
-            const x = w.backend;
-            w.backend = null;
-            p.release(x, CLEAN);
-            p.acquire(w);
-          }
-        }
-        await settle();
-      }
+      for (let round = 0; round < 6; round++) await closedLoop([[a, onA], [b, onB]]);
       expect(connects()).toBe(settled); // no more server logins once even
       expect(counts.totalServers).toBe(4);
       expect([...onA, ...onB].flatMap((w) => w.errors)).toEqual([]);
