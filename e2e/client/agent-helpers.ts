@@ -1,24 +1,17 @@
 // Shared by the agent tests: the agent in front of a test pooler, psql/pgbench found as the
 // pooler's pgbench tests find them, and running them against the agent.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { findPgbench, PGBENCH_MISSING } from '@quicpool/pg-fixture';
+import { join } from 'node:path';
+import { findPgbench, findPsql, PGBENCH_MISSING } from '@quicpool/pg-fixture';
 import { QuicAgent } from '@quicpool/client';
 import type { AgentOptions, SessionManagerOptions } from '@quicpool/client';
 import { pgInfo, quicOptions } from './helpers.js';
 
 export const pgbench = findPgbench();
 
-/** psql beside pgbench (Debian's client package ships both), else on PATH. */
-export const psql: string | null = (() => {
-  if (pgbench === null) return null;
-  if (pgbench === 'pgbench') return 'psql';
-  const p = join(dirname(pgbench), 'psql');
-  return existsSync(p) ? p : null;
-})();
+export const psql = findPsql();
 
 export interface TestAgent {
   readonly agent: QuicAgent;

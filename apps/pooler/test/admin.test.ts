@@ -1,5 +1,6 @@
 // The admin console through the pooler (database "quicpool", admin users only), RELOAD/SIGHUP
 // with valid and invalid files, and the Prometheus endpoint, against the run's real PostgreSQL.
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,12 +8,13 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import type {} from '@quicpool/pg-fixture';
+import { findPsql, PGBENCH_MISSING } from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
 import { startDaemon, testWorkers } from './daemon.js';
 import type { Daemon } from './daemon.js';
 
 const upstream = inject('pg');
+const psql = findPsql();
 let dir: string;
 let file: string;
 let daemon: Daemon;
@@ -101,6 +103,35 @@ describe('admin console', () => {
       await app.end();
       await admin.end();
     }
+  });
+
+  // psql sends application_name (and whatever PGOPTIONS holds) at startup; the pooler replays
+  // tracked parameters into the console's session, which answers them as a server would.
+  describe.each([
+    ['its default startup', {}],
+    ['application_name and options set', { PGAPPNAME: 'ops $q console', PGOPTIONS: '-c statement_timeout=5000 -c search_path=a,b' }],
+  ])('psql with %s', (_, env: Record<string, string>) => {
+    const runPsql = (...commands: string[]): Promise<string> => {
+      const bin = psql;
+      if (bin === null) return Promise.reject(new Error(`psql: ${PGBENCH_MISSING}`));
+      return new Promise((resolve, reject) => {
+        execFile(
+          bin,
+          [`postgresql://${upstream.user}@127.0.0.1:${port}/quicpool`, '-X', '-v', 'ON_ERROR_STOP=1', '-At', ...commands.flatMap((c) => ['-c', c])],
+          { env: { ...process.env, PGPASSWORD: upstream.password, PGSSLMODE: 'disable', ...env }, timeout: 30_000 },
+          (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
+        );
+      });
+    };
+
+    it('runs SHOW POOLS, SHOW HELP, PAUSE and RESUME', async () => {
+      const out = await runPsql('SHOW POOLS', 'SHOW HELP', 'PAUSE', 'RESUME', 'SHOW CLIENTS');
+      expect(out).toContain(`${upstream.database}|${upstream.user}|`);
+      expect(out).toMatch(/^SHOW HELP\|this list$/m);
+      expect(out).toContain('PAUSE\nRESUME\n');
+      // psql's own session, as the console sees it.
+      expect(out).toMatch(new RegExp(`^C\\|${upstream.user}\\|quicpool\\|active\\|`, 'm'));
+    });
   });
 
   it('shows QUIC sessions in SHOW QUIC, SHOW CLIENTS and the metrics', async () => {

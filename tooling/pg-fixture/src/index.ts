@@ -3,7 +3,7 @@ import './vitest-context.js';
 export { startPostgres, PostgresServer } from './postgres-server.js';
 export type { PgConnectionInfo, StartPostgresOptions } from './postgres-server.js';
 export { freePort, resolveRunAs } from '@quicpool/postgres';
-export { findPgbench, PGBENCH_MISSING } from './pgbench.js';
+export { findPgbench, findPsql, PGBENCH_MISSING } from './pgbench.js';
 export type { RunAs } from '@quicpool/postgres';
 export { startUdpFaultRelay } from './udp-fault-relay.js';
 export type { UdpFaultRelay } from './udp-fault-relay.js';

@@ -3,7 +3,7 @@
 // printed reason when it is absent, benchmarks say so in their output.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** What to tell a user who has no pgbench. */
 export const PGBENCH_MISSING = 'pgbench is not installed (Debian: apt-get install postgresql-15)';
@@ -29,4 +29,12 @@ export function findPgbench(): string | null {
   const debian = '/usr/lib/postgresql';
   if (existsSync(debian)) for (const v of readdirSync(debian).sort().reverse()) dirs.push(join(debian, v, 'bin'));
   return dirs.map((d) => join(d, 'pgbench')).find((b) => existsSync(b) && works(b)) ?? null;
+}
+
+/** psql beside pgbench (Debian's client package ships both), else on PATH; null when neither. */
+export function findPsql(): string | null {
+  const pgbench = findPgbench();
+  if (pgbench === 'pgbench' || pgbench === null) return works('psql') ? 'psql' : null;
+  const p = join(dirname(pgbench), 'psql');
+  return existsSync(p) && works(p) ? p : null;
 }

@@ -88,8 +88,26 @@ export const SHOW_COLUMNS = {
   servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int'], ['worker', 'int']],
   config: [['key', 'text'], ['value', 'text'], ['default', 'text'], ['changeable', 'text']],
   quic: [['listener', 'text'], ['worker', 'int'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int'], ['avg_rtt_ms', 'int'], ['max_rtt_ms', 'int'], ['packets_sent', 'int'], ['packets_lost', 'int']],
+  help: [['command', 'text'], ['description', 'text']],
   workers: [['worker', 'int'], ['thread', 'int'], ['state', 'text'], ['clients', 'int'], ['servers', 'int'], ['cpu_ms', 'int'], ['restarts', 'int'], ['cancel_requests', 'int'], ['cancels_forwarded', 'int']],
 } as const satisfies Record<string, readonly Col[]>;
+
+/** SHOW HELP: every command the console takes. */
+const HELP: readonly (readonly [string, string])[] = [
+  ['SHOW POOLS', 'clients and server connections per pool'],
+  ['SHOW STATS', 'transactions, queries, bytes and times per pool'],
+  ['SHOW CLIENTS', 'one row per client session'],
+  ['SHOW SERVERS', 'one row per server connection'],
+  ['SHOW CONFIG', 'the configuration: value, default, changeable by RELOAD'],
+  ['SHOW QUIC', 'QUIC listeners: connections, streams, datagrams, RTT, loss'],
+  ['SHOW WORKERS', 'the workers: thread, state, clients, servers, CPU'],
+  ['SHOW HELP', 'this list'],
+  ['PAUSE', 'lend no server connection until RESUME; answers once none is lent'],
+  ['RESUME', 'end PAUSE'],
+  ['RELOAD', 're-read the configuration file'],
+  ['SHUTDOWN', 'stop the pooler gracefully'],
+  ['KILL WORKER n', 'fail worker n as a crash would; it is replaced'],
+];
 
 function showPools(v: PoolerView): AdminResult {
   const clients = new Map<string, { active: number; waiting: number }>();
@@ -195,8 +213,10 @@ export function createAdminCommands(ctx: AdminContext): AdminCommands {
               return showQuic(ctx);
             case 'workers':
               return showWorkers(ctx);
+            case 'help':
+              return rows(SHOW_COLUMNS.help, HELP);
             default:
-              return { kind: 'error', sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: `SHOW ${what ?? ''}: expected POOLS, STATS, CLIENTS, SERVERS, CONFIG, QUIC or WORKERS` };
+              return { kind: 'error', sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: `SHOW ${what ?? ''}: expected POOLS, STATS, CLIENTS, SERVERS, CONFIG, QUIC, WORKERS or HELP` };
           }
         case 'pause':
           // Like PgBouncer: PAUSE answers once no server connection is lent to a client.
@@ -216,7 +236,7 @@ export function createAdminCommands(ctx: AdminContext): AdminCommands {
           setTimeout(() => ctx.shutdown(), 10);
           return { kind: 'command', tag: 'SHUTDOWN' };
         default:
-          return { kind: 'error', sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: `unknown admin command: ${statement} (SHOW, PAUSE, RESUME, RELOAD, SHUTDOWN, KILL WORKER n)` };
+          return { kind: 'error', sqlstate: SQLSTATE.FEATURE_NOT_SUPPORTED, message: `unknown admin command: ${statement} (SHOW HELP lists the commands)` };
       }
     },
   };

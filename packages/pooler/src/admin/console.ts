@@ -3,12 +3,15 @@
 // this side answers it; there is no port and no secret, because nothing outside the process can
 // reach the other end. Clients reach the console through the pooler like any database: the pooler
 // authenticates them and checks that they are admin users; this server only turns
-// simple-protocol SHOW/PAUSE/... into result sets.
+// simple-protocol SHOW/PAUSE/... into result sets. Settings a session brings (application_name,
+// options=-c..., SET) are answered and remembered, never refused: see settings.ts.
 import { randomBytes } from 'node:crypto';
 import { encodeBackend, errorResponse, FrontendDecoder, SQLSTATE } from '@quicpool/wire';
 import type { FieldDescription, SqlState } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import type { VirtualDatabase } from '../core/pooler-core.js';
+import { parseSettings } from './settings.js';
+import type { SettingStatement } from './settings.js';
 
 export type AdminColumnType = 'text' | 'int';
 
@@ -38,6 +41,39 @@ const PARAMETERS: readonly (readonly [string, string])[] = [
   ['TimeZone', 'UTC'],
   ['application_name', ''],
 ];
+
+/** A reported parameter's name as the console reports it, by its lower-case form. */
+const REPORTED = new Map(PARAMETERS.map(([name]) => [name.toLowerCase(), name]));
+const DEFAULTS: ReadonlyMap<string, string> = new Map(PARAMETERS);
+
+/**
+ * The answer to settings statements (see settings.ts): each one's result, as a server gives it,
+ * and `reported` changed where the statement names a reported parameter. Nothing else changes.
+ */
+function answerSettings(statements: readonly SettingStatement[], reported: Map<string, string>): AdminResult[] {
+  const put = (name: string, value: string | null): void => {
+    const canonical = REPORTED.get(name.toLowerCase());
+    if (canonical !== undefined) reported.set(canonical, value ?? DEFAULTS.get(canonical) ?? '');
+  };
+  return statements.map((st): AdminResult => {
+    switch (st.kind) {
+      case 'set_config':
+        for (const [name, value] of st.values) put(name, value);
+        return { kind: 'rows', columns: st.values.map(() => ({ name: 'set_config', type: 'text' })), rows: [st.values.map(([, value]) => value)], tag: 'SELECT 1' };
+      case 'set':
+        put(st.name, st.value);
+        return { kind: 'command', tag: 'SET' };
+      case 'reset':
+        if (st.name === null) for (const name of REPORTED.values()) put(name, null);
+        else put(st.name, null);
+        return { kind: 'command', tag: 'RESET' };
+      default: {
+        const never: never = st;
+        throw new Error(`unknown settings statement ${JSON.stringify(never)}`);
+      }
+    }
+  });
+}
 
 const field = (name: string, type: AdminColumnType): FieldDescription => ({
   name,
@@ -76,11 +112,21 @@ function serve(stream: SessionStream, commands: AdminCommands): void {
   let started = false;
   let skipToSync = false;
   let queue = Promise.resolve();
+  /** The reported parameters' values on this connection (ParameterStatus when one changes). */
+  const reported = new Map(PARAMETERS);
   stream.on('error', () => undefined);
   const fail = (sqlstate: SqlState, message: string): void => {
     stream.end(errorResponse('FATAL', sqlstate, message));
   };
   const handle = async (query: string): Promise<void> => {
+    const settings = parseSettings(query);
+    if (settings !== null) {
+      const before = new Map(reported);
+      const results = answerSettings(settings, reported);
+      const changed = [...reported].filter(([name, value]) => before.get(name) !== value);
+      stream.write(Buffer.concat([...results.flatMap(encodeResult), ...changed.map(([name, value]) => encodeBackend({ type: 'ParameterStatus', name, value })), READY]));
+      return;
+    }
     const statement = query.trim().replace(/;\s*$/, '').trim();
     if (statement === '') {
       stream.write(Buffer.concat([encodeBackend({ type: 'EmptyQueryResponse' }), READY]));

@@ -142,8 +142,9 @@ export function setStatements(changes: ReadonlyMap<string, string | null>): stri
       resets += `RESET "${name}";`;
       continue;
     }
+    // The value must not hold the tag, nor end in its start (a value `$q` would close at `$q$q$`).
     let tag = '$q$';
-    for (let i = 0; value.includes(tag); i++) tag = `$q${i}$`;
+    for (let i = 0; (value + tag).indexOf(tag) !== value.length; i++) tag = `$q${i}$`;
     sets.push(`pg_catalog.set_config('${name}', ${tag}${value}${tag}, false)`);
   }
   return (sets.length > 0 ? `SELECT ${sets.join(', ')};` : '') + resets;
