@@ -104,6 +104,33 @@ describe('drivers through the agent', () => {
   });
 });
 
+describe('a client that ends before its startup packet', () => {
+  it('gets no bytes back and no refusal: the agent closes in silence, as PostgreSQL does', async () => {
+    const events: string[] = [];
+    const onEvent = (e: { type: string }): void => void events.push(e.type);
+    agent.agent.on('event', onEvent);
+    try {
+      const received = await new Promise<number>((resolve, reject) => {
+        let n = 0;
+        const s = createConnection({ host: '127.0.0.1', port: agent.port }, () => s.end(encodeFrontend({ type: 'Terminate' })));
+        s.on('data', (b: Buffer) => (n += b.length)).on('error', reject).on('close', () => resolve(n));
+      });
+      expect(received).toBe(0);
+      // node-postgres: connect() and end() at once sends Terminate before the StartupMessage.
+      const c = new pg.Client({ ...scramLogin, host: '127.0.0.1', port: agent.port });
+      const errors: Error[] = [];
+      c.on('error', (e) => errors.push(e));
+      // (pg settles neither way the connect() that end() interrupted, against PostgreSQL too.)
+      void c.connect().catch(() => undefined);
+      await c.end();
+      expect(errors).toEqual([]);
+      expect(events).not.toContain('refused');
+    } finally {
+      agent.agent.off('event', onEvent);
+    }
+  });
+});
+
 describe('cancel through the agent', () => {
   it('cancels pg_sleep from the local client (a CancelRequest on a fresh stream)', async () => {
     const sql = postgres({ ...scramLogin, username: scramLogin.user, host: '127.0.0.1', port: agent.port, max: 1, ssl: false });

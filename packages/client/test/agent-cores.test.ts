@@ -28,6 +28,12 @@ describe('readFirstPacket', () => {
     if (cancel.kind === 'cancel') expect(cancel.bytes.equals(cancelBytes)).toBe(true);
   });
 
+  it("a Terminate before any startup packet is a terminate (closed in silence), not a length of 1476395008", () => {
+    const x = encodeFrontend({ type: 'Terminate' });
+    expect(readFirstPacket(x)).toEqual({ kind: 'terminate' });
+    expect(readFirstPacket(x.subarray(0, 1))).toEqual({ kind: 'terminate' });
+  });
+
   it('refuses a bad length, an oversized packet, another protocol and a direct TLS handshake', () => {
     const bad = Buffer.alloc(8);
     bad.writeInt32BE(4, 0);

@@ -115,6 +115,10 @@ export class LocalSession {
           return;
         case 'invalid':
           return this.refuse(SQLSTATE.PROTOCOL_VIOLATION as RefusalCode, r.reason);
+        case 'terminate':
+          this.stopStartup();
+          this.socket.end();
+          return this.finish('clean');
         case 'encryptionRequest':
           if (++p.requests > MAX_ENCRYPTION_REQUESTS) return this.refuse(SQLSTATE.PROTOCOL_VIOLATION as RefusalCode, `more than ${MAX_ENCRYPTION_REQUESTS} encryption requests`);
           this.host.counters.encryptionDeclined++;
