@@ -15,7 +15,13 @@
 //    "unsure" on that backend (closed and prepared again when next needed),
 //  - a message of a later Sync group naming a client statement whose Parse/Close is in an earlier,
 //    unanswered group is held back until that group's outcome is known.
-// Unnamed statements and portals are forwarded untouched (one queue entry each).
+// Unnamed portals are forwarded untouched (one queue entry each). So are unnamed statements,
+// except that the router keeps the client's last unnamed Parse: a Bind or Describe of the unnamed
+// statement on a backend where the client has not parsed it (pg8000 sends Parse+Sync,
+// Describe+Sync, Bind/Execute+Sync, and the backend may change at each Sync) gets that Parse
+// injected first (its ParseComplete swallowed), as Postgres keeps the statement until the next
+// unnamed Parse, a simple Query or a Close of it. A client without one gets a Close of the
+// backend's unnamed statement instead, so it never runs another client's (Postgres says 26000).
 import type { PreparedRegistry } from './registry.js';
 import type { BackendStatements } from './statement-cache.js';
 import {
@@ -49,6 +55,8 @@ interface Undo {
   readonly added?: string;
   /** A client Close: the statement comes back when the Close is skipped. */
   readonly reopen?: readonly [string, ClientStatement];
+  /** A client Parse or Close of the unnamed statement: the state before it (see StatementRouter.unnamed). */
+  readonly unnamedBefore?: { readonly parse: Buffer | null; readonly here: boolean };
 }
 
 type Entry =
@@ -69,6 +77,11 @@ const CLIENT_ENTRY: Readonly<Record<Completion, Entry>> = {
   sync: { k: 'client', c: 'sync' },
   ready: { k: 'client', c: 'ready' },
 };
+
+/** Injected before a Bind/Describe of the unnamed statement on a backend that lacks the client's. */
+const INJECTED_UNNAMED_PARSE: Entry = { k: 'injectedParse', name: '', quiet: false };
+const INJECTED_UNNAMED_CLOSE: Entry = { k: 'injectedClose', name: '' };
+const CLOSE_UNNAMED = targetMessage(MessageType.Close, '');
 
 export interface RouterSink {
   toBackend(bytes: Buffer): void;
@@ -112,6 +125,14 @@ export class StatementRouter {
   registry: PreparedRegistry | null = null;
   /** The ParameterDescription of the statement Describe being answered, until its row part comes. */
   private parameterDescription: Buffer | null = null;
+  /** The client's unnamed statement (its Parse, copied), null when it has none (see the top). */
+  private unnamed: Buffer | null = null;
+  /** The attached backend's unnamed statement is the client's (or is gone, when the client has none). */
+  private unnamedHere = false;
+  /** The entry of an unnamed Parse that repeats `unnamed` where it is (one object while the text stays the same). */
+  private unnamedAgain: Entry | null = null;
+  /** The Sync group of the last message that changed the unnamed statement, until it is answered (-1: none). */
+  private unnamedGroup = -1;
 
   constructor(private readonly sink: RouterSink) {}
 
@@ -140,6 +161,8 @@ export class StatementRouter {
     this.clearQueues();
     this.skipping = false;
     this.midExtended = false;
+    this.unnamedHere = false;
+    this.unnamedGroup = -1;
     this.groups = 0;
     this.resolved = 0;
     // Map.clear() allocates a new table even for an empty map: only when there is something to clear.
@@ -163,7 +186,8 @@ export class StatementRouter {
 
   /** A client message for the attached backend. `scope` is the client's search_path. */
   client(type: number, bytes: Buffer, scope: string): void {
-    if (this.held.length > 0 || (this.nameGroup.size > 0 && this.ambiguous(type, bytes))) {
+    const unnamedOpen = this.unnamedGroup >= 0 && this.unnamedGroup < this.groups;
+    if (this.held.length > 0 || ((this.nameGroup.size > 0 || unnamedOpen) && this.ambiguous(type, bytes))) {
       this.held.push({ type, bytes: Buffer.from(bytes), scope });
       return;
     }
@@ -178,7 +202,11 @@ export class StatementRouter {
       case Bind: {
         this.midExtended = true;
         const s = bindStatement(bytes);
-        const stmt = s.name === '' ? undefined : this.statements.get(s.name);
+        if (s.name === '') {
+          if (!this.unnamedHere) this.ensureUnnamed();
+          return this.pass(bytes, 'bind');
+        }
+        const stmt = this.statements.get(s.name);
         if (stmt === undefined) return this.pass(bytes, 'bind');
         this.ensure(stmt);
         return this.pass(renameBind(bytes, s.start, s.end, stmt.pooler), 'bind');
@@ -186,6 +214,7 @@ export class StatementRouter {
       case Describe: {
         this.midExtended = true;
         const name = statementTarget(bytes);
+        if (name === '' && !this.unnamedHere) this.ensureUnnamed();
         const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
         if (stmt === undefined) return this.pass(bytes, 'describe');
         this.ensure(stmt);
@@ -195,7 +224,8 @@ export class StatementRouter {
       case Close: {
         this.midExtended = true;
         const name = statementTarget(bytes);
-        const stmt = name === undefined || name === '' ? undefined : this.statements.get(name);
+        if (name === '') return this.onUnnamed(null, bytes, 'close');
+        const stmt = name === undefined ? undefined : this.statements.get(name);
         if (name === undefined || stmt === undefined) return this.pass(bytes, 'close');
         if (this.skipping) return; // the backend would ignore it: so does the pooler
         // The statement stays on the backend (other clients may share it); only the client forgets it.
@@ -213,6 +243,11 @@ export class StatementRouter {
         this.groups++;
         return this.push(CLIENT_ENTRY.sync);
       case Query:
+        // A simple Query destroys the unnamed statement, the client's and the backend's alike.
+        if (!this.skipping) {
+          this.unnamed = null;
+          this.unnamedHere = true;
+        }
         return this.pass(this.midExtended ? bytes : this.rewriteDeallocate(bytes), 'ready');
       case FunctionCall:
         return this.pass(bytes, 'ready');
@@ -235,7 +270,7 @@ export class StatementRouter {
       case BindComplete:
       case CloseComplete:
         if (e !== undefined && (e.k === 'injectedParse' || e.k === 'injectedClose')) {
-          if (e.k === 'injectedParse') this.registry?.learned(e.name);
+          if (e.k === 'injectedParse' && e.name !== '') this.registry?.learned(e.name);
           return this.complete();
         }
         if (type === ParseComplete && e?.k === 'client' && e.undo?.added !== undefined) this.registry?.learned(e.undo.added);
@@ -271,10 +306,10 @@ export class StatementRouter {
         }
         if (!(e.k === 'injectedParse' && e.quiet)) this.sink.pass(type, bytes);
         // A refused Parse: the statement is not known to work any more (dropped table ...).
-        if (e.k === 'injectedParse') this.registry?.forget(e.name);
+        if (e.k === 'injectedParse' && e.name !== '') this.registry?.forget(e.name);
         else if (e.k === 'client' && e.c === 'parse' && e.undo?.added !== undefined) this.registry?.forget(e.undo.added);
         this.parameterDescription = null;
-        return this.skipToSync();
+        return this.skipToSync(true);
       case ReadyForQuery:
         this.skipping = false;
         if (e?.k === 'injectedSync' || (e?.k === 'client' && e.c === 'sync')) this.resolved++;
@@ -291,6 +326,23 @@ export class StatementRouter {
         // Rows, parameter descriptions, COPY data, notices, notifications, ParameterStatus.
         this.sink.pass(type, bytes);
         return;
+    }
+  }
+
+  /**
+   * The backend went into copy-in mode and ignores the last `n` Syncs the client sent (before its
+   * CopyDone/CopyFail): they are answered by nothing, and the group after each joins the next.
+   */
+  syncsIgnored(n: number): void {
+    for (let i = this.head + 1; i < this.queue.length && n > 0; ) {
+      const e = this.queue[i]!;
+      if (e.k === 'client' && e.c === 'sync') {
+        this.queue.splice(i, 1);
+        this.resolved++;
+        n--;
+      } else {
+        i++;
+      }
     }
   }
 
@@ -328,7 +380,7 @@ export class StatementRouter {
 
   private onParse(bytes: Buffer, scope: string): void {
     const { name, restStart } = parseName(bytes);
-    if (name === '') return this.pass(bytes, 'parse');
+    if (name === '') return this.onUnnamed(bytes, bytes, 'parse');
     const existing = this.statements.get(name);
     if (existing !== undefined) {
       // Postgres answers 42P05 (already exists): let the backend say so, for the pooler's name.
@@ -350,6 +402,43 @@ export class StatementRouter {
     this.touched(pooler);
     this.sink.toBackend(stmt.parse);
     this.push({ k: 'client', c: 'parse', undo: { register: name, added: pooler } });
+  }
+
+  /**
+   * A client Parse of the unnamed statement (`parse`: its bytes) or Close of it (`parse` null): the
+   * client's unnamed statement is now that one (or none), and so is the backend's. A later Sync
+   * group that names the unnamed statement waits (held) until this one's outcome is known.
+   */
+  private onUnnamed(parse: Buffer | null, bytes: Buffer, c: 'parse' | 'close'): void {
+    this.midExtended = true;
+    this.sink.toBackend(bytes);
+    if (this.skipping) return this.drop(CLIENT_ENTRY[c]); // ignored by the backend: nothing changes
+    this.unnamedGroup = this.groups;
+    const before = this.unnamed;
+    const here = this.unnamedHere;
+    this.unnamedHere = true;
+    if (parse !== null && here && before !== null && before.equals(parse)) {
+      // The same statement again where it is already (a driver's every query): no copy, no entry.
+      return this.push((this.unnamedAgain ??= { k: 'client', c, undo: { unnamedBefore: { parse: before, here: true } } }));
+    }
+    this.unnamed = parse === null ? null : Buffer.from(parse);
+    this.unnamedAgain = null;
+    this.push({ k: 'client', c, undo: { unnamedBefore: { parse: before, here } } });
+  }
+
+  /** A Bind/Describe of the unnamed statement on a backend where it is not the client's. */
+  private ensureUnnamed(): void {
+    if (this.skipping || this.cache === null) return;
+    this.unnamedHere = true;
+    this.unnamedGroup = this.groups;
+    const parse = this.unnamed;
+    if (parse !== null) {
+      this.sink.toBackend(parse);
+      this.push(INJECTED_UNNAMED_PARSE);
+    } else {
+      this.sink.toBackend(CLOSE_UNNAMED);
+      this.push(INJECTED_UNNAMED_CLOSE);
+    }
   }
 
   /** Prepares a client statement on the backend if it is not there yet (answer swallowed). */
@@ -376,13 +465,14 @@ export class StatementRouter {
     else if (type === Bind) name = bindStatement(bytes).name;
     else if (type === Describe || type === Close) name = statementTarget(bytes);
     else return false;
-    const g = name === undefined || name === '' ? undefined : this.nameGroup.get(name);
-    return g !== undefined && g < this.groups && g >= this.resolved;
+    const g = name === undefined ? undefined : name === '' ? this.unnamedGroup : this.nameGroup.get(name);
+    return g !== undefined && g >= 0 && g < this.groups && g >= this.resolved;
   }
 
   /** A Sync group was answered: forget what it decided, and route the messages that waited for it. */
   private releaseHeld(): void {
     for (const [name, g] of this.nameGroup) if (g < this.resolved) this.nameGroup.delete(name);
+    if (this.unnamedGroup >= 0 && this.unnamedGroup < this.resolved) this.unnamedGroup = -1;
     while (this.held.length > 0) {
       const m = this.held[0]!;
       if (this.ambiguous(m.type, m.bytes)) return;
@@ -451,8 +541,11 @@ export class StatementRouter {
     this.compact();
   }
 
-  /** After an extended-protocol error: the backend ignores everything up to the next Sync. */
-  private skipToSync(): void {
+  /**
+   * After an extended-protocol error: the backend ignores everything up to the next Sync. The
+   * first entry dropped is the message that failed, the others were skipped.
+   */
+  private skipToSync(failed: boolean): void {
     const dropped: Entry[] = [];
     let synced = false;
     for (let e = this.queue[this.head]; e !== undefined; e = this.queue[this.head]) {
@@ -465,12 +558,12 @@ export class StatementRouter {
     }
     this.skipping = !synced;
     // Undone newest first: a skipped Close may give back a name whose failed Parse is undone after.
-    for (let i = dropped.length - 1; i >= 0; i--) this.drop(dropped[i]!);
+    for (let i = dropped.length - 1; i >= 0; i--) this.drop(dropped[i]!, failed && i === 0);
     this.compact();
   }
 
-  /** An entry the backend will never answer (failed or skipped): undo what it did. */
-  private drop(e: Entry): void {
+  /** An entry the backend will never answer (`failed`, or skipped): undo what it did. */
+  private drop(e: Entry, failed = false): void {
     switch (e.k) {
       case 'client':
       case 'synth': {
@@ -478,12 +571,21 @@ export class StatementRouter {
         if (u?.register !== undefined) this.statements.delete(u.register);
         if (u?.added !== undefined) this.unsure(u.added);
         if (u?.reopen !== undefined) this.statements.set(u.reopen[0], u.reopen[1]);
+        const b = u?.unnamedBefore;
+        if (b !== undefined) {
+          // A failed unnamed Parse leaves no unnamed statement (Postgres drops the old one first);
+          // a skipped one leaves things as they were. (Undone newest first, so `b` is current.)
+          this.unnamed = failed ? null : b.parse;
+          this.unnamedHere = failed || b.here;
+          this.unnamedAgain = null;
+        }
         if (e.k === 'client' && e.c === 'ready') this.sink.readyDropped();
         return;
       }
       case 'injectedParse':
       case 'injectedClose':
-        this.unsure(e.name);
+        if (e.name === '') this.unnamedHere = false;
+        else this.unsure(e.name);
         return;
       case 'injectedSync':
         return;

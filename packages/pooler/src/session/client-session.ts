@@ -430,6 +430,10 @@ export class ClientSession implements StartupOwner {
       if (m.type === MessageType.ErrorResponse) this.failWith(refusedParameter(m.bytes));
       return;
     }
+    if (m.type === MessageType.CopyInResponse) {
+      const ignored = this.tx.copyInStarted();
+      if (ignored > 0) this.router?.syncsIgnored(ignored);
+    }
     if (this.router !== null) this.router.backend(m.type, m.bytes);
     else this.deliver(m.type, m.bytes);
   }
@@ -446,6 +450,7 @@ export class ClientSession implements StartupOwner {
       case MessageType.ErrorResponse:
       case MessageType.ParameterStatus:
       case MessageType.ReadyForQuery:
+      case MessageType.CopyInResponse: // the Syncs it makes the backend ignore: see onBackendMessage
         return false;
       case MessageType.CommandComplete: {
         const tag = buffer[start + 5]; // RESET ALL and DISCARD ALL: see deliver

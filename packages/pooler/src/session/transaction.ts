@@ -50,6 +50,13 @@ export class TransactionTracker {
   dirty = false;
   /** Requests answered by ReadyForQuery since the session started. */
   queriesAnswered = 0;
+  /**
+   * Syncs forwarded since the last Execute, Query or FunctionCall, and before a CopyDone/CopyFail:
+   * if that statement was a COPY FROM STDIN, the backend was in copy-in mode when they came and
+   * ignored them (pg8000 sends Execute, Flush, Sync before its COPY data). See copyInStarted.
+   */
+  private syncsSinceStatement = 0;
+  private copyEnded = false;
 
   constructor(private readonly emit: (a: SessionAction) => void) {}
 
@@ -80,10 +87,35 @@ export class TransactionTracker {
         this.emit(QUERY_ON);
       }
       this.awaitingReady++;
-      if (type === MessageType.Sync) this.unsynced = false;
+      if (type === MessageType.Sync) {
+        this.unsynced = false;
+        if (!this.copyEnded) this.syncsSinceStatement++;
+      } else {
+        this.statementForwarded();
+      }
     } else if (EXTENDED.has(type)) {
       this.unsynced = true;
+      if (type === MessageType.Execute) this.statementForwarded();
+    } else if (type === MessageType.CopyDone || type === MessageType.CopyFail) {
+      this.copyEnded = true;
     }
+  }
+
+  private statementForwarded(): void {
+    this.syncsSinceStatement = 0;
+    this.copyEnded = false;
+  }
+
+  /**
+   * The backend answered CopyInResponse: the Syncs the client sent since the statement and before
+   * its CopyDone/CopyFail were ignored (Postgres ignores Sync and Flush in copy-in mode) and owe
+   * no ReadyForQuery. Returns how many.
+   */
+  copyInStarted(): number {
+    const n = Math.min(this.syncsSinceStatement, this.awaitingReady);
+    this.awaitingReady -= n;
+    this.syncsSinceStatement = 0;
+    return n;
   }
 
   /**

@@ -1,6 +1,7 @@
 // A tiny model of what Postgres does with prepared statements in the extended protocol, for
 // property tests of the statement router: named statements, ignore-till-Sync after an error,
-// Close of a missing statement is no error, DEALLOCATE [ALL] in simple queries.
+// Close of a missing statement is no error, DEALLOCATE [ALL] in simple queries, and the unnamed
+// statement (dropped by the next unnamed Parse before it is parsed, and by a simple Query).
 import { decodeFrontendMessage, encodeBackend, errorResponse } from '@quicpool/wire';
 
 const ok = (tag: string): Buffer => encodeBackend({ type: 'CommandComplete', tag });
@@ -16,6 +17,7 @@ export class FakePostgres {
     if (this.ignoring && m.type !== 'Sync') return [];
     switch (m.type) {
       case 'Parse':
+        if (m.name === '') this.statements.delete('');
         if (m.query === 'bad') return this.error('42601');
         if (m.name !== '' && this.statements.has(m.name)) return this.error('42P05');
         this.statements.set(m.name, m.query);
@@ -37,13 +39,14 @@ export class FakePostgres {
         const text = this.portals.get(m.portal);
         if (text === undefined) return this.error('34000');
         if (text === 'boom') return this.error('22012');
-        return [ok('SELECT 1')];
+        return [ok(`SELECT ${text}`)]; // the tag names the statement's text: running another's shows
       }
       case 'Sync':
         this.ignoring = false;
         this.portals.clear();
         return [encodeBackend({ type: 'ReadyForQuery', status: 'I' })];
       case 'Query': {
+        this.statements.delete('');
         const rfq = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
         if (/^deallocate all$/i.test(m.query)) {
           this.statements.clear();

@@ -1,5 +1,7 @@
 // A pooler on TCP and QUIC for the fidelity tests, and real drivers (node-postgres, postgres.js)
 // connected to it over either transport.
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import postgres from 'postgres';
 import { forNodePostgres, generateDevCertificates, listenTcp, QuicDialer, QuicListener } from '@quicpool/transport';
@@ -14,6 +16,8 @@ export interface FidelityPooler {
   readonly tcpPort: number;
   /** A connected node-postgres client (errors on the client object are ignored). */
   pgClient(via: Via, extra?: pg.ClientConfig): Promise<pg.Client>;
+  /** A new connection (TCP) or session stream (QUIC) to the pooler, nothing sent on it yet. */
+  open(via: Via): Promise<Duplex>;
   /** A postgres.js instance through the pooler. */
   sql(via: Via, options?: postgres.Options<Record<string, postgres.PostgresType>>): postgres.Sql;
   close(): Promise<void>;
@@ -23,7 +27,7 @@ export async function startFidelityPooler(pool: Partial<PoolSettings> = {}): Pro
   const certs = await generateDevCertificates({ names: ['localhost'] });
   const pooler = createPooler({
     server: { host: pgInfo.host, port: pgInfo.port },
-    users: { [pgInfo.user]: { password: pgInfo.password } },
+    users: { [pgInfo.user]: { password: pgInfo.password }, [pgInfo.trustUser]: { auth: 'trust' } },
     pool: { poolSize: 5, queryWaitTimeoutMs: 30_000, ...pool },
   });
   const tcp = await listenTcp({ host: '127.0.0.1', port: 0 });
@@ -53,6 +57,12 @@ export async function startFidelityPooler(pool: Partial<PoolSettings> = {}): Pro
       c.on('error', () => undefined);
       await c.connect();
       return c;
+    },
+    async open(via) {
+      if (via === 'quic') return dialer().open();
+      const s = net.connect({ host: '127.0.0.1', port: tcpPort });
+      await new Promise<void>((resolve, reject) => s.once('connect', resolve).once('error', reject));
+      return s;
     },
     sql(via, options = {}) {
       const common = { ...base, pass: pgInfo.password, username: pgInfo.user, onnotice: () => undefined, ...options };

@@ -1,6 +1,6 @@
 // Real Postgres as the reference: random pipelines of Parse/Bind/Describe/Execute/Close/Sync with
-// named statements (errors at Parse and at Execute, duplicate names, Close of unknown names) by two
-// clients are sent to Postgres directly (one connection each) and through the pooler (transaction
+// named statements and the unnamed one (errors at Parse and at Execute, duplicate names, Close of
+// unknown names, the unnamed statement used in a later Sync group) by two clients are sent to Postgres directly (one connection each) and through the pooler (transaction
 // mode, ONE backend shared by both clients, a per-backend cache of 2 statements so that evictions
 // happen). Each client must get exactly the answers, in order, that its direct connection got.
 import fc from 'fast-check';
@@ -11,7 +11,7 @@ import type { TestPooler } from '../support/pooler-helpers.js';
 import { RawClient, summary } from './raw-client.js';
 
 const TEXTS = ['select 1 as a', 'select 2 as b, 3 as c', 'select * from fid_no_such_table', 'select 1 / 0 as boom', 'select 4 as d'];
-const named = fc.constantFrom('s1', 's2', 's3');
+const named = fc.constantFrom('s1', 's2', 's3', '');
 const op: fc.Arbitrary<FrontendMessage> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ type: fc.constant('Parse' as const), name: fc.constantFrom('s1', 's2', 's3', ''), query: fc.constantFrom(...TEXTS), parameterTypes: fc.constant([]) }) },
   { weight: 3, arbitrary: fc.record({ type: fc.constant('Bind' as const), portal: fc.constant(''), statement: named, parameterFormats: fc.constant([]), parameters: fc.constant([]), resultFormats: fc.constant([]) }) },
