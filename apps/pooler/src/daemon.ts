@@ -11,6 +11,7 @@ import type { AppConfig, Overrides, UserSettings } from './config/load.js';
 import { applyLive, configRows, engineErrorKey, restartOnlyChanges, toPoolerConfig } from './config/to-pooler.js';
 import type { Upstream } from './config/to-pooler.js';
 import { upstreamTls } from './config/upstream-tls.js';
+import { CONNECT_KEYS } from './config/connect-schema.js';
 import type { EmbeddedStart } from './embedded.js';
 import { EXIT } from './exit-codes.js';
 import { createLogger } from './logger.js';
@@ -257,6 +258,13 @@ function printBanner(b: {
     const quic = { endpoints: [`${connectHost}:${b.quicPort}`], serverName: 'localhost', ...(b.cert.caPath === undefined ? {} : { caFile: b.cert.caPath }) };
     lines.push(`QUIC:     new QuicPool(${JSON.stringify({ connectionString: url, quic })})   // import { QuicPool } from '@quicpool/client'`);
   }
+  const agentPort = CONNECT_KEYS.port.default;
+  if (b.quicPort !== undefined) {
+    // Any other language: the local agent, with what this daemon's certificate needs, as printed.
+    const name = b.cert.caPath === undefined ? 'NAME-IN-THE-CERTIFICATE' : 'localhost';
+    const ca = b.cert.caPath === undefined ? '' : ` --ca-file ${shellWord(b.cert.caPath)}`;
+    lines.push(`Agent:    npm run quicpool -- connect --endpoint ${connectHost}:${b.quicPort} --server-name ${name}${ca}   # then psql 'postgresql://${auth}@127.0.0.1:${String(agentPort)}/postgres'`);
+  }
   const admin = first !== undefined ? auth : login(b.upstream.admin);
   lines.push(`Admin:    psql 'postgresql://${admin}@${connectHost}:${b.tcpPort}/${b.adminDb}' -c 'SHOW POOLS'`);
   lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
@@ -265,4 +273,9 @@ function printBanner(b: {
   if (b.cert.caPath !== undefined) lines.push(`CA:       ${b.cert.caPath} (development certificate, server name localhost)`);
   lines.push(`Fingerprint (SHA-256): ${b.cert.fingerprint}`, 'Press Ctrl-C to stop (twice: at once).');
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** `s` as one word for a POSIX shell: as it is when it needs no quoting, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
 }

@@ -55,6 +55,24 @@ const login = { user: upstream.user, password: upstream.password, database: upst
 const metric = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 describe('quicpool connect', () => {
+  it("runs as the start banner's Agent line prints it", async () => {
+    const line = /^Agent: +npm run quicpool -- connect (.+?) +# then psql '(postgresql:\/\/[^']+)'$/m.exec(daemon.output());
+    expect(line).not.toBeNull();
+    const printed = (line?.[1] ?? '').split(/\s+/);
+    expect(printed).toEqual(['--endpoint', `127.0.0.1:${quicPort}`, '--server-name', 'localhost', '--ca-file', join(dir, 'certs', 'ca.pem')]);
+    expect(line?.[2]).toBe(`postgresql://${upstream.user}@127.0.0.1:6433/postgres`);
+    // As printed, but on free ports (6433 may be taken on a test machine) and the run's directory.
+    const agent = await startCommand('connect', [...printed, '--port', '0', '--socket-dir', dir, '--metrics-port', '0'], /quicpool connect ready/);
+    try {
+      const c = new pg.Client({ ...login, host: '127.0.0.1', port: agent.port('tcp') });
+      await c.connect();
+      expect((await c.query<{ n: number }>('select 6 * 7 as n')).rows[0]?.n).toBe(42);
+      await c.end();
+    } finally {
+      expect(await agent.stop()).toBe(0);
+    }
+  });
+
   it('carries local clients over TCP and the unix socket, exports metrics, drains on SIGTERM, and resumes with 0-RTT after a restart', async () => {
     const { agent, port, metrics } = await startAgent();
     const socket = join(dir, `.s.PGSQL.${port}`);
