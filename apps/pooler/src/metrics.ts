@@ -94,8 +94,15 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
     labelNames: ['stage', 'transport'],
     registers: [registry],
   });
+  const protocolViolations = new Counter({
+    name: 'quicpool_client_protocol_violations_total',
+    help: 'Client sessions ended with FATAL 08P01 (a protocol violation) outside a login, by transport.',
+    labelNames: ['transport'],
+    registers: [registry],
+  });
   pooler.events.client.add((e) => {
     if (e.type === 'loginFailed' && e.sqlstate !== null) loginFailures.inc({ stage: e.stage, transport: e.info.kind });
+    else if (e.type === 'protocolViolation') protocolViolations.inc({ transport: e.info.kind });
   });
   new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], aggregator: 'max', collect() { this.set(pooler.view().paused ? 1 : 0); } });
 
@@ -187,7 +194,20 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   };
   quicGauge('quicpool_quic_connections', 'Open QUIC connections.', (q) => q.connections);
   quicGauge('quicpool_quic_streams', 'Open QUIC streams (sessions).', (q) => q.streams);
-  quicGauge('quicpool_quic_handshakes_total', 'QUIC handshakes completed (monotonic).', (q) => q.handshakes);
+  new Gauge({
+    name: 'quicpool_quic_handshakes_total',
+    help: 'QUIC handshakes by outcome: completed, or failed (closed before completing: ALPN mismatch, a rejected certificate, a timeout) (monotonic).',
+    labelNames: ['listener', 'outcome'],
+    registers: [registry],
+    aggregator: 'sum',
+    collect() {
+      this.reset();
+      for (const q of quic()) {
+        this.set({ listener: q.listener, outcome: 'failed' }, q.handshakesFailed);
+        this.set({ listener: q.listener, outcome: 'completed' }, q.handshakesCompleted);
+      }
+    },
+  });
   quicGauge('quicpool_quic_datagrams_in_total', 'UDP datagrams received (monotonic).', (q) => q.datagramsIn);
   quicGauge('quicpool_quic_datagrams_out_total', 'UDP datagrams sent (monotonic).', (q) => q.datagramsOut);
   quicGauge('quicpool_quic_datagrams_dropped_total', 'Datagrams for no known connection (monotonic).', (q) => q.datagramsDropped);

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { findPsql, PGBENCH_MISSING } from '@quicpool/pg-fixture';
-import { forNodePostgres, QuicDialer } from '@quicpool/transport';
+import { forNodePostgres, generateDevCertificates, QuicDialer } from '@quicpool/transport';
 import { startDaemon, testWorkers } from './daemon.js';
 import type { Daemon } from './daemon.js';
 
@@ -94,7 +94,7 @@ describe('admin console', () => {
       expect(config.rows).toContainEqual(expect.objectContaining({ key: `users.${upstream.user}.password`, value: '********' }));
 
       const quic = await admin.query('SHOW QUIC');
-      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'worker', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions', 'avg_rtt_ms', 'max_rtt_ms', 'packets_sent', 'packets_lost']);
+      expect(quic.fields.map((f) => f.name)).toEqual(['listener', 'worker', 'connections', 'streams', 'handshakes', 'datagrams_in', 'datagrams_out', 'datagrams_dropped', 'bytes_in', 'bytes_out', 'early_data_sessions', 'avg_rtt_ms', 'max_rtt_ms', 'packets_sent', 'packets_lost', 'handshakes_failed']);
       // One row per worker's QUIC endpoint.
       expect(quic.rows).toEqual(Array.from({ length: testWorkers }, (_, w) => expect.objectContaining({ listener: 'quic', worker: String(w), connections: '0' })));
 
@@ -334,6 +334,47 @@ describe('failed logins', () => {
     for (const l of failed) expect(l.addr).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(logLines().filter((l) => l.msg === 'client logged in' && l.user === 'no_such_user')).toEqual([]);
     expect(daemon.output()).not.toContain(wrongPassword);
+  });
+
+  it('logs and counts refusals without a login: a protocol violation (08P01), an ALPN mismatch, a rejected certificate', async () => {
+    // A startup packet whose length cannot be: FATAL 08P01 before any login.
+    const answer = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const sock = createConnection({ host: '127.0.0.1', port }, () => sock.write(Buffer.from([0, 0, 0, 3, 0, 0, 0, 0])));
+      sock.on('data', (b: Buffer) => chunks.push(b)).on('close', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    });
+    expect(answer.toString('latin1')).toContain('C08P01');
+    const ca = await readFile(join(dir, 'certs', 'ca.pem'), 'utf8');
+    const otherCa = (await generateDevCertificates({ names: ['localhost'], caName: 'not the pooler CA' })).caPem;
+    for (const o of [{ ca, alpn: ['h3'] }, { ca: otherCa }]) {
+      const dialer = new QuicDialer({ host: '127.0.0.1', port: quicPort, serverName: 'localhost', ...o });
+      try {
+        await expect(dialer.open()).rejects.toThrow();
+      } finally {
+        await dialer.close().catch(() => undefined);
+      }
+    }
+    await daemon.waitFor(/"msg":"client protocol violation"/);
+    // (The message comes last in a JSON log line.)
+    await daemon.waitFor(/"reason":"[^"]*unknown CA \(certificate not trusted\)[^\n]*"msg":"handshake failed"/);
+    await daemon.waitFor(/"reason":"[^"]*ALPN mismatch[^\n]*"msg":"handshake failed"/);
+    const lines = logLines();
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'client protocol violation', level: 40, transport: 'tcp', sqlstate: '08P01' }));
+    const handshakes = lines.filter((l) => l.msg === 'handshake failed');
+    for (const l of handshakes) expect(l).toMatchObject({ level: 40, transport: 'quic', addr: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(Number(/^quicpool_client_protocol_violations_total\{transport="tcp"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(Number(/^quicpool_quic_handshakes_total\{listener="quic",outcome="failed"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(metrics).toMatch(/^quicpool_quic_handshakes_total\{listener="quic",outcome="completed"\} \d+/m);
+    const { rows } = await (async () => {
+      const admin = await connect('quicpool');
+      try {
+        return await admin.query('SHOW QUIC');
+      } finally {
+        await admin.end();
+      }
+    })();
+    expect(rows.reduce((n: number, r: Record<string, string>) => n + Number(r['handshakes_failed']), 0)).toBeGreaterThanOrEqual(2);
   });
 
   it('logs a client that hangs up during authentication at info, and a failed server login at warn', async () => {

@@ -158,6 +158,11 @@ export function createPooler(config: PoolerConfig, options: PoolerOptions = {}):
     listen(listener: SessionListener): void {
       if (closing !== null) throw new Error('pooler is closed');
       listeners.add(listener);
+      listener.onHandshakeFailed?.((f) => {
+        const local = listener.address();
+        const info = { kind: listener.kind, localAddress: local.address, localPort: local.port, remoteAddress: f.remoteAddress, remotePort: f.remotePort, tls: null, quic: null };
+        cores[0]?.emit({ type: 'handshakeFailed', info, reason: f.reason });
+      });
       listener.onSession((stream) => {
         if (closing !== null) {
           stream.destroy();

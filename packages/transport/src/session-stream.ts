@@ -127,8 +127,17 @@ export interface SessionListener {
   address(): { address: string; port: number };
   /** Called once for every new session stream. */
   onSession(handler: (stream: SessionStream) => void): void;
+  /** Called for every connection whose handshake failed (QUIC: ALPN, certificate, timeout). */
+  onHandshakeFailed?(handler: (failure: HandshakeFailure) => void): void;
   /** Stops accepting. `graceful` lets open sessions finish; otherwise they are destroyed. */
   close(options?: { graceful?: boolean }): Promise<void>;
+}
+
+/** A connection that never completed its handshake: who, and why (for logs and counters). */
+export interface HandshakeFailure {
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly reason: string;
 }
 
 /** Opens session streams to one peer. */

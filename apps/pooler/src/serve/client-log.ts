@@ -3,7 +3,7 @@ import type { ClientEvent } from '@quicpool/pooler';
 import type { Logger } from '../logger.js';
 
 /**
- * Login events at info, failed logins at warn (info when the client simply went away, as psql does
+ * Login events at info; failed logins, protocol violations and failed handshakes at warn (info when the client simply went away, as psql does
  * before prompting for a password); connects, admissions and anonymous closes at debug. Fields:
  * transport, client address, database, user and the reason; never a password or secret.
  */
@@ -22,6 +22,10 @@ export function logClientEvent(log: Logger, e: ClientEvent): void {
       const fields = { ...peer, database: e.database, user: e.user, stage: e.stage, sqlstate: e.sqlstate, reason: e.reason };
       return e.sqlstate === null ? log.info(fields, 'client login abandoned') : log.warn(fields, 'client login failed');
     }
+    case 'protocolViolation':
+      return log.warn({ ...peer, database: e.database, user: e.user, sqlstate: '08P01', reason: e.reason }, 'client protocol violation');
+    case 'handshakeFailed':
+      return log.warn({ ...peer, reason: e.reason }, 'handshake failed');
     case 'closed':
       if (e.user === '') return log.debug({ ...peer, durationMs: e.durationMs }, 'client closed before login');
       return log.info({ ...peer, database: e.database, user: e.user, durationMs: e.durationMs }, 'client closed');

@@ -11,7 +11,10 @@ export interface QuicListenerRow {
   readonly worker: number;
   readonly connections: number;
   readonly streams: number;
+  /** Handshakes begun; of them, those that failed (closed before completing: ALPN, certificate, timeout). */
   readonly handshakes: number;
+  readonly handshakesCompleted: number;
+  readonly handshakesFailed: number;
   readonly datagramsIn: number;
   readonly datagramsOut: number;
   readonly datagramsDropped: number;
@@ -87,7 +90,7 @@ export const SHOW_COLUMNS = {
   clients: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['tls', 'text'], ['transport', 'text'], ['pinned', 'text'], ['worker', 'int']],
   servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int'], ['worker', 'int']],
   config: [['key', 'text'], ['value', 'text'], ['default', 'text'], ['changeable', 'text']],
-  quic: [['listener', 'text'], ['worker', 'int'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int'], ['avg_rtt_ms', 'int'], ['max_rtt_ms', 'int'], ['packets_sent', 'int'], ['packets_lost', 'int']],
+  quic: [['listener', 'text'], ['worker', 'int'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int'], ['avg_rtt_ms', 'int'], ['max_rtt_ms', 'int'], ['packets_sent', 'int'], ['packets_lost', 'int'], ['handshakes_failed', 'int']],
   help: [['command', 'text'], ['description', 'text']],
   workers: [['worker', 'int'], ['thread', 'int'], ['state', 'text'], ['clients', 'int'], ['servers', 'int'], ['cpu_ms', 'int'], ['restarts', 'int'], ['cancel_requests', 'int'], ['cancels_forwarded', 'int']],
 } as const satisfies Record<string, readonly Col[]>;
@@ -169,7 +172,7 @@ function showServers(v: PoolerView): AdminResult {
 async function showQuic(ctx: AdminContext): Promise<AdminResult> {
   const [listeners, v] = await Promise.all([ctx.quic(), ctx.view()]);
   // Early-data sessions are counted by the pooler, for the whole daemon: on the first row.
-  return rows(SHOW_COLUMNS.quic, listeners.map((q, i) => [q.listener, q.worker, q.connections, q.streams, q.handshakes, q.datagramsIn, q.datagramsOut, q.datagramsDropped, q.bytesIn, q.bytesOut, i === 0 ? v.earlyDataSessionsTotal : 0, q.avgRttMs, q.maxRttMs, q.packetsSent, q.packetsLost]));
+  return rows(SHOW_COLUMNS.quic, listeners.map((q, i) => [q.listener, q.worker, q.connections, q.streams, q.handshakes, q.datagramsIn, q.datagramsOut, q.datagramsDropped, q.bytesIn, q.bytesOut, i === 0 ? v.earlyDataSessionsTotal : 0, q.avgRttMs, q.maxRttMs, q.packetsSent, q.packetsLost, q.handshakesFailed]));
 }
 
 async function showWorkers(ctx: AdminContext): Promise<AdminResult> {

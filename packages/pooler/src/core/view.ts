@@ -99,7 +99,11 @@ export type ClientEvent =
       /** Why, for the operator; never a password or secret. */
       readonly reason: string;
     }
-  | { readonly type: 'closed'; readonly info: SessionInfo; readonly database: string; readonly user: string; readonly durationMs: number };
+  | { readonly type: 'closed'; readonly info: SessionInfo; readonly database: string; readonly user: string; readonly durationMs: number }
+  /** The client broke the protocol (FATAL 08P01) outside a login; database and user may be ''. */
+  | { readonly type: 'protocolViolation'; readonly info: SessionInfo; readonly database: string; readonly user: string; readonly reason: string }
+  /** A connection whose handshake failed (QUIC: ALPN mismatch, a rejected certificate, a timeout); no session began. */
+  | { readonly type: 'handshakeFailed'; readonly info: SessionInfo; readonly reason: string };
 
 /** A backend went back to its pool: one transaction in transaction pooling. */
 export interface TransactionEvent {

@@ -290,6 +290,9 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
       case 'loginFailed':
         this.core.emit({ type: 'loginFailed', info: this.stream.info, database: this.session.database, user: this.session.user, stage: a.stage, sqlstate: a.sqlstate, reason: a.reason });
         return;
+      case 'protocolViolation':
+        this.core.emit({ type: 'protocolViolation', info: this.stream.info, database: this.session.database, user: this.session.user, reason: a.reason });
+        return;
       case 'requestBackend':
         if (this.pool === null) return;
         this.pool.acquire(this);

@@ -511,6 +511,8 @@ export class ClientSession implements StartupOwner {
   private failWith(error: EncodedError): void {
     if (this.phase === 'closed') return;
     this.lastError = error;
+    // A login that fails this way is reported as loginFailed (see close).
+    if (error.sqlstate === SQLSTATE.PROTOCOL_VIOLATION && !(this.startup.admitted && !this.loggedIn)) this.emit({ type: 'protocolViolation', reason: error.message });
     this.send(error.bytes);
     this.close();
   }

@@ -110,6 +110,8 @@ export type SessionAction =
    * is for the operator (never a secret).
    */
   | { readonly type: 'loginFailed'; readonly stage: LoginStage; readonly sqlstate: string | null; readonly reason: string }
+  /** The session ends with FATAL 08P01 outside a login (which loginFailed reports): what the client sent wrong. */
+  | { readonly type: 'protocolViolation'; readonly reason: string }
   | { readonly type: 'sendToBackend'; readonly bytes: Buffer }
   /** The client ended with requests unanswered: Terminate and end the backend's input; it answers, then closes. */
   | { readonly type: 'endBackend' }

@@ -30,6 +30,8 @@ export interface ConnectionHost {
   countRejected(n: number): void;
   /** A peer stream was already reset when discovered, so it was never handed out. */
   countResetBeforeAccept(): void;
+  /** The handshake completed (counted by outcome, with the failures connectionClosed sees). */
+  handshakeCompleted(): void;
   /** The connection reached quiche's closed state: drop its routes and timers. */
   connectionClosed(c: QuicConnection): void;
   /** Address this endpoint is bound to (for SessionInfo). */
@@ -156,6 +158,10 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   }
   get isClosed(): boolean {
     return this.finalized;
+  }
+  /** The peer's address (the latest path's). */
+  get remote(): { readonly host: string; readonly port: number } {
+    return this.rxFrom ?? this.init.remote;
   }
   /** Why the connection failed or closed, once it has. */
   get error(): TransportError | null {
@@ -591,6 +597,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
 
   private onEstablished(): void {
     this.established = true;
+    this.ep.handshakeCompleted();
     // The last handshake flight (client Finished, server HANDSHAKE_DONE) must not wait for the
     // delayed-ACK timer.
     this.wantSend = true;

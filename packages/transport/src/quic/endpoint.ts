@@ -34,7 +34,10 @@ export interface QuicEndpointStats {
   datagramsDropped: number;
   bytesIn: number;
   bytesOut: number;
+  /** Handshakes begun (Initials accepted, or dials), completed, and failed (closed before completing). */
   handshakes: number;
+  handshakesCompleted: number;
+  handshakesFailed: number;
   socketErrors: number;
   /** Server with `retry: true`: Retry packets sent (address validation round trips). */
   retriesSent: number;
@@ -90,13 +93,15 @@ export class QuicEndpoint implements ConnectionHost {
   readonly deadlines = new DeadlineQueue();
   /** Server: called for every accepted connection. */
   onConnection: ((c: QuicConnection) => void) | null = null;
+  /** Server: a connection closed before its handshake completed (see QuicConnection.error for why). */
+  onHandshakeFailed: ((c: QuicConnection) => void) | null = null;
   private readonly routes = new Map<number, QuicConnection>();
   /** Server: client-chosen original DCIDs, used by its Initial packets until it learns ours. */
   private readonly initialRoutes = new Map<string, QuicConnection>();
   private readonly odcidOf = new Map<QuicConnection, string>();
   private readonly flusher: Flusher;
   private readonly counters = {
-    datagramsIn: 0, datagramsDropped: 0, bytesIn: 0, handshakes: 0, socketErrors: 0,
+    datagramsIn: 0, datagramsDropped: 0, bytesIn: 0, handshakes: 0, handshakesCompleted: 0, handshakesFailed: 0, socketErrors: 0,
     retriesSent: 0, datagramsRejected: 0, streamsResetBeforeAccept: 0, statelessResetsSent: 0,
   };
   private readonly retryTokens: RetryTokens;
@@ -494,7 +499,15 @@ export class QuicEndpoint implements ConnectionHost {
     this.closed.expire(now);
   };
 
+  handshakeCompleted(): void {
+    this.counters.handshakesCompleted++;
+  }
+
   connectionClosed(c: QuicConnection): void {
+    if (!c.isEstablished) {
+      this.counters.handshakesFailed++;
+      this.onHandshakeFailed?.(c);
+    }
     const now = Date.now();
     for (const k of c.routeKeys) {
       if (this.routes.get(k) !== c) continue;

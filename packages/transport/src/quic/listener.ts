@@ -1,6 +1,6 @@
 // The server face of the QUIC transport for the pooler: every client-initiated bidirectional
 // stream of every accepted connection becomes one SessionStream.
-import type { SessionListener, SessionStream, TransportKind } from '../session-stream.js';
+import type { HandshakeFailure, SessionListener, SessionStream, TransportKind } from '../session-stream.js';
 import { QuicEndpoint } from './endpoint.js';
 import type { QuicEndpointStats, QuicPathHealth } from './endpoint.js';
 import type { QuicServerOptions } from './config.js';
@@ -32,6 +32,13 @@ export class QuicListener implements SessionListener {
     const early = this.early;
     this.early = [];
     for (const s of early) if (!s.destroyed) handler(s);
+  }
+
+  onHandshakeFailed(handler: (failure: HandshakeFailure) => void): void {
+    this.endpoint.onHandshakeFailed = (c: QuicConnection) => {
+      const { host, port } = c.remote;
+      handler({ remoteAddress: host, remotePort: port, reason: c.error?.message ?? 'closed before the handshake completed' });
+    };
   }
 
   stats(): QuicEndpointStats {
