@@ -5,6 +5,7 @@
 // backend) and the agent's own limits (53300 at once beyond the queue, and after the queue wait).
 import { randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
+import { createConnection } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDevCertificates, QuicListener } from '@quicpool/transport';
@@ -89,6 +90,26 @@ describe('the pooler cannot be reached', () => {
       expect(err.code).toBe(SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION);
       expect(err.message).toMatch(/the pooler's certificate did not verify/);
       expect(a.agent.stats().manager.connectionFailures).toBeGreaterThan(0);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('a refusal is an event (`quicpool connect` logs it at warn) and counted: a malformed startup packet gets 08P01', async () => {
+    const a = await startAgent(running.endpoint);
+    const refusals: { sqlstate: string; reason: string }[] = [];
+    a.agent.on('event', (e) => {
+      if (e.type === 'refused') refusals.push({ sqlstate: e.sqlstate, reason: e.reason });
+    });
+    try {
+      const answer = await new Promise<Buffer>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        const s = createConnection({ host: '127.0.0.1', port: a.port }, () => s.write(Buffer.from([0, 0, 0, 3, 0, 0, 0, 0])));
+        s.on('data', (b: Buffer) => chunks.push(b)).on('close', () => resolve(Buffer.concat(chunks))).on('error', reject);
+      });
+      expect(answer.toString('latin1')).toContain('C08P01');
+      expect(a.agent.stats().refused['08P01']).toBe(1);
+      expect(refusals).toEqual([{ sqlstate: '08P01', reason: expect.stringMatching(/invalid startup packet length 3/) }]);
     } finally {
       await a.close();
     }
