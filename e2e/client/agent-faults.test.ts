@@ -1,5 +1,6 @@
 // The agent when things go wrong, seen by its local clients: no pooler listening (08001), a pooler
-// whose certificate does not verify (08001), the pooler restarted under load (errors with
+// whose certificate does not verify (08001), a pooler that does not speak the offered ALPN (08001; the
+// pooler logs and counts the failed handshake), the pooler restarted under load (errors with
 // SQLSTATEs, then the same clients reconnect; the agent's new connection resumes the session
 // ticket), a local client vanishing mid-query (its stream is reset and the pooler releases the
 // backend) and the agent's own limits (53300 at once beyond the queue, and after the queue wait).
@@ -10,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDevCertificates, QuicListener } from '@quicpool/transport';
 import { createPooler } from '@quicpool/pooler';
-import type { Pooler } from '@quicpool/pooler';
+import type { ClientEvent, Pooler } from '@quicpool/pooler';
 import { SQLSTATE } from '@quicpool/wire';
 import { devCerts, pgInfo, rejection, until } from './helpers.js';
 import { createFaultRole, dropFaultRole, expectNoLeak } from './fault-helpers.js';
@@ -91,6 +92,28 @@ describe('the pooler cannot be reached', () => {
       expect(err.message).toMatch(/the pooler's certificate did not verify/);
       expect(a.agent.stats().manager.connectionFailures).toBeGreaterThan(0);
     } finally {
+      await a.close();
+    }
+  });
+
+  it('an ALPN the pooler does not speak: FATAL 08001 saying so, and the pooler counts a failed handshake', async () => {
+    const failed: string[] = [];
+    const onEvent = (e: ClientEvent): void => {
+      if (e.type === 'handshakeFailed') failed.push(e.reason);
+    };
+    running.pooler.events.client.add(onEvent);
+    const before = running.quic.stats().handshakesFailed;
+    const a = await startAgent(running.endpoint, { sessions: { quic: { alpn: ['h3'] } } });
+    try {
+      const err = await rejection(new pg.Client(login(a)).connect());
+      expect(err.code).toBe(SQLSTATE.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION);
+      expect(err.message).toMatch(/ALPN/);
+      expect(a.agent.stats().manager.connectionFailures).toBeGreaterThan(0);
+      await until(() => failed.length > 0);
+      expect(failed[0]).toMatch(/ALPN mismatch/);
+      expect(running.quic.stats().handshakesFailed).toBeGreaterThan(before);
+    } finally {
+      running.pooler.events.client.delete(onEvent);
       await a.close();
     }
   });
