@@ -12,31 +12,16 @@ import decimal
 import hashlib
 import io
 import json
-import os
-import sys
 
 import asyncpg
+from driver_common import CONCURRENT, LARGE_ROWS, SCHEMA, TAG, checksum, env_params, t
 
-TAG = sys.argv[1] if len(sys.argv) > 1 else "t"
-# A schema the run's user may create tables in (the test makes one per run and drops it after).
-SCHEMA = sys.argv[2] if len(sys.argv) > 2 else "public"
-
-
-def t(kind):
-    """A table name unique to this program and run."""
-    return f"{SCHEMA}.{kind}_{TAG}"
 PARAMS = dict(
-    host=os.environ.get("PGHOST", "127.0.0.1"),
-    port=int(os.environ.get("PGPORT", "5432")),
-    user=os.environ.get("PGUSER", "postgres"),
-    database=os.environ.get("PGDATABASE", "postgres"),
-    password=os.environ.get("PGPASSWORD") or None,
+    **env_params(),
     timeout=20,
     # Seconds a command may take: a hung session fails its step, not the whole run.
     command_timeout=15,
 )
-LARGE_ROWS = 50_000
-CONCURRENT = 20
 
 
 def connect():
@@ -45,17 +30,6 @@ def connect():
 
 def error_of(e):
     return {"error": type(e).__name__, "sqlstate": getattr(e, "sqlstate", None), "message": str(e).splitlines()[0] if str(e) else ""}
-
-
-def checksum(rows):
-    h = hashlib.sha256()
-    total = 0
-    n = 0
-    for a, b in rows:
-        h.update(f"{a},{b}\n".encode())
-        total += int(a)
-        n += 1
-    return {"count": n, "sum": total, "sha256": h.hexdigest()}
 
 
 async def step_connect(conn):

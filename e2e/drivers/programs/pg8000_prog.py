@@ -13,32 +13,17 @@ import decimal
 import hashlib
 import io
 import json
-import os
 import re
-import sys
 import threading
 
 import pg8000
+from driver_common import CONCURRENT, LARGE_ROWS, TAG, checksum, env_params, t
 
-TAG = sys.argv[1] if len(sys.argv) > 1 else "t"
-# A schema the run's user may create tables in (the test makes one per run and drops it after).
-SCHEMA = sys.argv[2] if len(sys.argv) > 2 else "public"
-
-
-def t(kind):
-    """A table name unique to this program and run."""
-    return f"{SCHEMA}.{kind}_{TAG}"
 PARAMS = dict(
-    host=os.environ.get("PGHOST", "127.0.0.1"),
-    port=int(os.environ.get("PGPORT", "5432")),
-    user=os.environ.get("PGUSER", "postgres"),
-    database=os.environ.get("PGDATABASE", "postgres"),
-    password=os.environ.get("PGPASSWORD") or None,
+    **env_params(),
     # Seconds a socket read or write may take: a hung session fails its step, not the whole run.
     timeout=10,
 )
-LARGE_ROWS = 50_000
-CONCURRENT = 20
 SEVERITIES = {"ERROR", "FATAL", "PANIC"}
 
 
@@ -56,17 +41,6 @@ def sqlstate(e):
 
 def error_of(e):
     return {"error": type(e).__name__, "sqlstate": sqlstate(e), "message": " ".join(str(a) for a in getattr(e, "args", ()))[:300]}
-
-
-def checksum(rows):
-    h = hashlib.sha256()
-    total = 0
-    n = 0
-    for a, b in rows:
-        h.update(f"{a},{b}\n".encode())
-        total += int(a)
-        n += 1
-    return {"count": n, "sum": total, "sha256": h.hexdigest()}
 
 
 def step_connect(conn):
@@ -235,10 +209,10 @@ def step_concurrent():
     results = [None] * CONCURRENT
     errors = []
     threads = [threading.Thread(target=worker, args=(i, results, errors)) for i in range(CONCURRENT)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
     return {"sessions": CONCURRENT, "ok": sum(r is not None for r in results), "sum": sum(r for r in results if r is not None), "errors": sorted(errors)}
 
 

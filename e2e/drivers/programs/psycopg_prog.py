@@ -6,35 +6,15 @@ against Postgres and one through a pooler: values, row counts, checksums, SQLSTA
 process ids or times. A step that fails records its error and the next step goes on (on a new
 connection if the old one broke), so one run shows every step that differs.
 """
-import hashlib
 import json
-import os
-import sys
 import threading
 
 import psycopg
-from psycopg import sql
+from driver_common import CONCURRENT, LARGE_ROWS, TAG, checksum, env_params, t
 
-TAG = sys.argv[1] if len(sys.argv) > 1 else "t"
-# A schema the run's user may create tables in (the test makes one per run and drops it after).
-SCHEMA = sys.argv[2] if len(sys.argv) > 2 else "public"
-
-
-def t(kind):
-    """A table name unique to this program and run."""
-    return f"{SCHEMA}.{kind}_{TAG}"
-CONNINFO = dict(
-    host=os.environ.get("PGHOST", "127.0.0.1"),
-    port=os.environ.get("PGPORT", "5432"),
-    user=os.environ.get("PGUSER", "postgres"),
-    dbname=os.environ.get("PGDATABASE", "postgres"),
-    connect_timeout=20,
-)
-if os.environ.get("PGPASSWORD"):
-    CONNINFO["password"] = os.environ["PGPASSWORD"]
-
-LARGE_ROWS = 50_000
-CONCURRENT = 20
+CONNINFO = {k: v for k, v in env_params().items() if v is not None}
+CONNINFO["dbname"] = CONNINFO.pop("database")
+CONNINFO["connect_timeout"] = 20
 
 
 def connect(**kw):
@@ -43,18 +23,6 @@ def connect(**kw):
 
 def error_of(e):
     return {"error": type(e).__name__, "sqlstate": getattr(e, "sqlstate", None), "message": str(e).splitlines()[0] if str(e) else ""}
-
-
-def checksum(rows):
-    """count, sum of the first column, sha256 of 'a,b' lines."""
-    h = hashlib.sha256()
-    total = 0
-    n = 0
-    for a, b in rows:
-        h.update(f"{a},{b}\n".encode())
-        total += int(a)
-        n += 1
-    return {"count": n, "sum": total, "sha256": h.hexdigest()}
 
 
 def step_connect(conn):
@@ -198,9 +166,9 @@ def step_pipeline(conn):
     results = []
     try:
         with conn.pipeline() as p:
-            c1 = conn.execute("select %s::int", (1,))
-            c2 = conn.execute("select 1 / %s::int", (0,))
-            c3 = conn.execute("select %s::int", (3,))
+            conn.execute("select %s::int", (1,))
+            conn.execute("select 1 / %s::int", (0,))
+            conn.execute("select %s::int", (3,))
             p.sync()
     except psycopg.Error as e:
         results.append(["error", e.sqlstate or type(e).__name__])
@@ -240,10 +208,10 @@ def step_concurrent():
     results = [None] * CONCURRENT
     errors = []
     threads = [threading.Thread(target=worker, args=(i, results, errors)) for i in range(CONCURRENT)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
     return {"sessions": CONCURRENT, "ok": sum(r is not None for r in results), "sum": sum(r for r in results if r is not None), "errors": sorted(errors)}
 
 
