@@ -14,6 +14,6 @@ export type { PostgresSocketFactory } from './postgres-js.js';
 export { StartupHints, pipelineStartup } from './fast-start.js';
 export type { FastStartMode, PgConnectionInternals } from './fast-start.js';
 export { QuicAgent, DEFAULT_AGENT_OPTIONS, resolveAgentOptions } from './agent/index.js';
-export { LocalPasswords, LocalScram } from './agent/index.js';
+export { LocalPasswords, LocalScram, LoginCache } from './agent/index.js';
 export type { LocalCheck, LocalChecksOptions, ScramStep } from './agent/index.js';
-export type { AgentAddresses, AgentOptions, ResolvedAgentOptions, AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode } from './agent/index.js';
+export type { AgentAddresses, AgentOptions, FastStart, ResolvedAgentOptions, AgentStats, AgentCounters, AgentEvent, AgentEvents, LoginRecord, RefusalCode, SessionEnd } from './agent/index.js';

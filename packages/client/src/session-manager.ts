@@ -50,6 +50,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> implement
   readonly options: ResolvedManagerOptions;
   /** Logins the pooler accepted without a password (shared via the `startupHints` option). */
   readonly startupHints: StartupHints;
+  /** The manager logs in with a client certificate (the pooler may map it to users). */
+  readonly presentsCertificate: boolean;
   private readonly endpoints: PoolerEndpoint[];
   private readonly policy: CertificatePolicy;
   private readonly conns = new Set<Managed>();
@@ -67,6 +69,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> implement
     this.options = resolveManagerOptions(options);
     this.policy = certificatePolicy(options);
     this.startupHints = options.startupHints ?? new StartupHints();
+    this.presentsCertificate = options.cert !== undefined;
     this.waiters = new WaitQueue(this.options.acquireTimeoutMs, () => {
       this.counters.acquireFailures++;
       const { acquireTimeoutMs: ms, maxConnections: n, streamsPerConnection: mm } = this.options;

@@ -15,7 +15,9 @@ import { TransportError } from '@quicpool/transport';
 import type { QuicSessionStream } from '@quicpool/transport';
 import { SessionManager } from '../session-manager.js';
 import { sessionCapacity } from '../options.js';
+import { CancelKeys } from './cancel-keys.js';
 import { LocalPasswords, osUserName } from './local-auth.js';
+import { LoginCache } from './login-cache.js';
 import { LocalSession } from './local-session.js';
 import type { SessionHost } from './local-session.js';
 import { resolveAgentOptions } from './options.js';
@@ -48,6 +50,9 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
   private idleWaiters: (() => void)[] = [];
   private readonly host: SessionHost;
   private readonly passwords: LocalPasswords | null;
+  /** What the pooler answered earlier logins, for fast starts. */
+  readonly logins: LoginCache;
+  private readonly keys = new CancelKeys();
   /**
    * How the "peer" check learns who is at the other end: SO_PEERCRED through the native module,
    * or, without it, the socket file's permissions (forced to 0700: only the agent's OS user, and
@@ -64,7 +69,16 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
     this.peerCheck = support.available ? { via: 'SO_PEERCRED' } : { via: 'socket permissions', reason: support.reason };
     this.ownsManager = !(options.sessions instanceof SessionManager);
     this.sessions = options.sessions instanceof SessionManager ? options.sessions : new SessionManager({ ...options.sessions, acquireTimeoutMs: 0 });
+    this.logins = options.loginCache ?? new LoginCache();
     this.host = this.sessionHost();
+  }
+
+  /** Whether sessions of the unix socket (`unix`) or of TCP fast-start (see options.ts, FastStart). */
+  fastStarts(unix: boolean): boolean {
+    const mode = this.options.fastStart;
+    if (mode !== 'auto') return mode;
+    const check = unix ? this.options.socketCheck : this.options.tcpCheck;
+    return check !== 'pooler' && this.sessions.presentsCertificate;
   }
 
   /** Most local sessions at once: every stream of every allowed connection, plus `maxWaiting`. */
@@ -199,6 +213,9 @@ export class QuicAgent extends EventEmitter<AgentEvents> {
         this.emit('event', e);
       },
       localCheck: (unix) => (unix ? this.options.socketCheck : this.options.tcpCheck),
+      fastStart: (unix) => this.fastStarts(unix),
+      logins: this.logins,
+      keys: this.keys,
       passwords: this.passwords,
       peerName: async (socket) => {
         const creds = peerCredentials(socket);

@@ -1,10 +1,14 @@
 export { QuicAgent } from './agent.js';
 export type { AgentAddresses } from './agent.js';
 export { DEFAULT_AGENT_OPTIONS, resolveAgentOptions } from './options.js';
-export type { AgentOptions, ResolvedAgentOptions } from './options.js';
-export type { AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode } from './stats.js';
+export type { AgentOptions, FastStart, ResolvedAgentOptions } from './options.js';
+export type { AgentStats, AgentCounters, AgentEvent, AgentEvents, RefusalCode, SessionEnd } from './stats.js';
 export { readFirstPacket } from './first-packet.js';
 export type { FirstPacket } from './first-packet.js';
 export { MessageBoundary } from './message-boundary.js';
 export { LocalPasswords, LocalScram } from './local-auth.js';
 export type { LocalCheck, LocalChecksOptions, ScramStep } from './local-auth.js';
+export { LoginCache, MAX_LOGIN_RECORDS } from './login-cache.js';
+export { LoginAnswer, localLoginAnswer, MAX_LOGIN_ANSWER_BYTES } from './login-answer.js';
+export type { BackendKey, LoginRecord, LoginStep } from './login-answer.js';
+export { CancelKeys } from './cancel-keys.js';

@@ -1,17 +1,24 @@
 // One local client connection of the agent: answer its SSLRequest/GSSENCRequest with 'N', then
 // either carry its CancelRequest on a fresh QUIC stream or get a stream for its session, send the
 // StartupMessage at once (in 0-RTT early data on a resumed connection) and forward raw bytes both
-// ways with backpressure both ways. Errors reach the local client as an ErrorResponse with a real
-// SQLSTATE whenever a message boundary allows one; a client that goes away without Terminate gets
-// its stream reset, so the pooler releases its backend.
+// ways with backpressure both ways. With fast start (a login the agent vouches for, seen before)
+// the agent answers the startup itself at once and the pooler's own answer is absorbed (see
+// login-answer.ts), so the client's first query leaves in the same flight as the StartupMessage.
+// Errors reach the local client as an ErrorResponse with a real SQLSTATE whenever a message
+// boundary allows one; a client that goes away without Terminate gets its stream reset, so the
+// pooler releases its backend.
 import type { Socket } from 'node:net';
 import { errorResponse, SQLSTATE } from '@quicpool/wire';
 import type { QuicSessionStream } from '@quicpool/transport';
+import type { CancelKeys } from './cancel-keys.js';
 import { readFirstPacket } from './first-packet.js';
 import { LocalScram } from './local-auth.js';
 import type { LocalCheck, LocalPasswords } from './local-auth.js';
+import { LoginAnswer, localLoginAnswer } from './login-answer.js';
+import type { BackendKey, LoginRecord } from './login-answer.js';
+import { LoginCache, sameRecord } from './login-cache.js';
 import { MessageBoundary } from './message-boundary.js';
-import type { AgentCounters, AgentEvent, RefusalCode } from './stats.js';
+import type { AgentCounters, AgentEvent, RefusalCode, SessionEnd } from './stats.js';
 
 /** What a local session needs from its agent. */
 export interface SessionHost {
@@ -30,6 +37,12 @@ export interface SessionHost {
   emit(e: AgentEvent): void;
   /** Which local check sessions of this listener get. */
   localCheck(unix: boolean): LocalCheck;
+  /** Whether sessions of this listener may fast-start (see options.ts, fastStart). */
+  fastStart(unix: boolean): boolean;
+  /** What the pooler answered earlier logins (fast start announces it). */
+  readonly logins: LoginCache;
+  /** The keys of fast-started sessions and the pooler's behind them. */
+  readonly keys: CancelKeys;
   /** The local password list ('password' checks). */
   readonly passwords: LocalPasswords | null;
   /** The OS user name of a unix socket's peer process (null: unknown). */
@@ -50,8 +63,13 @@ type Phase =
    * Waiting for a stream, and/or for the local password check. With a check, the StartupMessage
    * leaves as soon as the stream is there (`stream`) and the pooler's answer waits for the check.
    */
-  | { kind: 'waiting'; abort: AbortController; stream: QuicSessionStream | null; scram: LocalScram | null; rest: Buffer }
+  | { kind: 'waiting'; abort: AbortController; stream: QuicSessionStream | null; scram: LocalScram | null; rest: Buffer; remembered: LoginRecord | null }
   | { kind: 'forwarding'; stream: QuicSessionStream }
+  /**
+   * A fast start the pooler refused before the client sent anything: its error waits for the
+   * client's first message and is the answer to it, as it would have been with a slower pooler.
+   */
+  | { kind: 'refusing'; error: Buffer }
   | { kind: 'closed' };
 
 export class LocalSession {
@@ -67,6 +85,12 @@ export class LocalSession {
   private early = false;
   /** The pooler has sent this session something. */
   private answered = false;
+  /** The client has sent something since the agent's answer to its startup. */
+  private spoke = false;
+  /** The StartupMessage's key in the login cache (null: not remembered). */
+  private loginKey: string | null = null;
+  /** A fast start: what the agent told the client (values, its own key), until the session ends. */
+  private fast: { readonly announced: ReadonlyMap<string, string>; readonly key: BackendKey } | null = null;
 
   constructor(
     private readonly socket: Socket,
@@ -127,7 +151,7 @@ export class LocalSession {
           if (p.buf.length === 0) return;
           continue;
         case 'cancel':
-          return this.cancel(r.bytes);
+          return this.cancel(r.request, r.bytes);
         case 'startup':
           return this.startSession(r.message.parameters, r.bytes, p.buf.subarray(r.length));
         default: {
@@ -144,11 +168,20 @@ export class LocalSession {
     this.socket.pause();
   }
 
-  private cancel(packet: Buffer): void {
+  private cancel(request: BackendKey, bytes: Buffer): void {
     this.stopStartup();
     this.phase = { kind: 'closed' };
     this.host.counters.cancels++;
     this.host.emit({ type: 'cancel', peer: this.peer });
+    this.host.done(this, false);
+    const packet = this.host.keys.translate(request, Buffer.from(bytes));
+    if (Buffer.isBuffer(packet)) return this.sendCancel(packet);
+    // A fast-started session whose real key is not known yet: sent as soon as it is.
+    this.host.counters.cancelsHeld++;
+    void packet.then((p) => (p === null ? void this.socket.end() : this.sendCancel(p)));
+  }
+
+  private sendCancel(packet: Buffer): void {
     // Postgres answers a CancelRequest by closing the connection; so do we, once it is on its way.
     this.host.acquireCancel().then(
       (s) => {
@@ -159,7 +192,6 @@ export class LocalSession {
       },
       () => this.socket.end(),
     );
-    this.host.done(this, false);
   }
 
   private startSession(parameters: Readonly<Record<string, string>>, startup: Buffer, rest: Buffer): void {
@@ -174,9 +206,12 @@ export class LocalSession {
     const startupBytes = Buffer.from(startup);
     const restBytes = Buffer.from(rest);
     const check = this.host.localCheck(this.unix);
+    this.loginKey = LoginCache.key(startupBytes);
+    const remembered = this.loginKey !== null && this.host.fastStart(this.unix) ? this.host.logins.get(this.loginKey) ?? null : null;
     switch (check) {
       case 'pooler':
-        return this.acquire(startupBytes, restBytes, null);
+        if (remembered !== null) this.answerLocally(remembered);
+        return this.acquire(startupBytes, restBytes, null, remembered);
       case 'peer':
         this.phase = { kind: 'checking' };
         void this.host.peerName(this.socket).then((name) => {
@@ -185,13 +220,14 @@ export class LocalSession {
             const who = name === null ? 'the peer process could not be identified' : `the peer runs as OS user "${name}"`;
             return this.refuse(SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode, `peer authentication failed for user "${user}" (${who})`);
           }
-          this.acquire(startupBytes, restBytes, null);
+          if (remembered !== null) this.answerLocally(remembered);
+          this.acquire(startupBytes, restBytes, null, remembered);
         });
         return;
       case 'password': {
         const passwords = this.host.passwords;
         if (passwords === null) return this.refuse(SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode, 'no local password list configured');
-        this.acquire(startupBytes, Buffer.alloc(0), passwords.exchange(user));
+        this.acquire(startupBytes, Buffer.alloc(0), passwords.exchange(user), remembered);
         const ms = this.host.startupTimeoutMs;
         if (ms > 0) {
           this.authTimer = setTimeout(() => this.refuse(SQLSTATE.PROTOCOL_VIOLATION as RefusalCode, `local authentication not completed within ${ms} ms`), ms);
@@ -210,9 +246,12 @@ export class LocalSession {
     }
   }
 
-  /** Gets a stream; sends the StartupMessage as soon as it is there. */
-  private acquire(startup: Buffer, rest: Buffer, scram: LocalScram | null): void {
-    const w: Phase & { kind: 'waiting' } = { kind: 'waiting', abort: new AbortController(), stream: null, scram, rest };
+  /**
+   * Gets a stream; sends the StartupMessage as soon as it is there. `remembered`: a fast start
+   * (answered already, or once the local password check passes).
+   */
+  private acquire(startup: Buffer, rest: Buffer, scram: LocalScram | null, remembered: LoginRecord | null): void {
+    const w: Phase & { kind: 'waiting' } = { kind: 'waiting', abort: new AbortController(), stream: null, scram, rest, remembered };
     this.phase = w;
     this.host.acquireSession(w.abort.signal).then(
       (stream) => {
@@ -229,7 +268,7 @@ export class LocalSession {
           return;
         }
         this.sendUp(stream, startup, w.rest);
-        this.forward(stream, scram !== null);
+        this.forward(stream, scram !== null || this.fast !== null);
       },
       (err: Error) => {
         if (this.phase !== w) return; // the local client went away meanwhile
@@ -251,6 +290,7 @@ export class LocalSession {
     }
     const bytes = startup === null ? rest : rest.length === 0 ? startup : Buffer.concat([startup, rest]);
     this.host.counters.bytesUp += bytes.length;
+    if (rest.length > 0) this.spoke = true;
     this.up.feed(rest); // typed messages only: the StartupMessage has no type byte
     if (bytes.length > 0) stream.write(bytes);
   }
@@ -273,6 +313,7 @@ export class LocalSession {
         this.socket.pause();
         this.socket.write(step.bytes);
         this.host.counters.localLogins++;
+        if (p.remembered !== null) this.answerLocally(p.remembered);
         p.scram = null;
         p.rest = step.rest;
         const stream = p.stream;
@@ -291,19 +332,35 @@ export class LocalSession {
   // --- forwarding ------------------------------------------------------------------------------
 
   /**
-   * Forwards both ways from now on. `gate`: the local check answered the login, so the pooler's
-   * first message must be AuthenticationOk (it is passed on: the local client expects it next);
-   * a password request from the pooler refuses the session (28000).
+   * A fast start: the client gets the agent's own answer now (AuthenticationOk, the values the
+   * pooler reported for this StartupMessage last time, a key of the agent's, ReadyForQuery).
    */
-  private forward(stream: QuicSessionStream, gate: boolean): void {
+  private answerLocally(remembered: LoginRecord): void {
+    const key = this.host.keys.issue(remembered.keyLength);
+    this.fast = { announced: new Map(remembered.parameters), key };
+    this.host.counters.fastStarts++;
+    const answer = localLoginAnswer(remembered, key);
+    this.down.feed(answer);
+    this.socket.write(answer);
+  }
+
+  /**
+   * Forwards both ways from now on. `answeredLocally`: the agent answered the client's
+   * authentication (a local check or a fast start), so a password request from the pooler refuses
+   * the session (28000). Until the login's ReadyForQuery the pooler's answer is read (learned for
+   * the next fast start; in a fast start, absorbed: see login-answer.ts).
+   */
+  private forward(stream: QuicSessionStream, answeredLocally: boolean): void {
     this.phase = { kind: 'forwarding', stream };
     this.host.carried(this);
     const c = this.host.counters;
     c.sessions++;
     this.host.emit({ type: 'sessionStarted', user: this.user ?? '', database: this.database, peer: this.peer, early: this.early });
     const socket = this.socket;
-    let held: Buffer | null = gate ? Buffer.alloc(0) : null;
+    let login: LoginAnswer | null = new LoginAnswer(this.fast?.announced ?? null, answeredLocally);
     socket.on('data', (chunk: Buffer) => {
+      if (this.phase.kind === 'refusing') return this.deliverRefusal(this.phase.error);
+      this.spoke = true;
       c.bytesUp += chunk.length;
       this.up.feed(chunk);
       if (!stream.write(chunk)) {
@@ -314,18 +371,42 @@ export class LocalSession {
     stream.on('drain', () => socket.resume());
     stream.on('data', (data: Buffer) => {
       let chunk = data;
-      if (held !== null) {
-        held = Buffer.concat([held, chunk]);
-        const verdict = firstAnswer(held);
-        if (verdict === 'more') return;
-        if (verdict === 'passwordRequested') {
-          return this.refuse(
-            SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode,
-            `the pooler asks for a password for user "${this.user ?? ''}" after the agent's local check: let the pooler accept the agent's certificate for this user, or check locally with "pooler"`,
-          );
+      if (login !== null) {
+        const step = login.feed(chunk);
+        switch (step.kind) {
+          case 'more':
+            if (step.forward.length === 0) return;
+            chunk = step.forward;
+            break;
+          case 'ready':
+            login = null;
+            this.loggedIn(step.record, step.key);
+            chunk = step.forward.length === 0 ? step.rest : step.rest.length === 0 ? step.forward : Buffer.concat([step.forward, step.rest]);
+            if (chunk.length === 0) return;
+            break;
+          case 'refused':
+            // A fast start the pooler refused: its error in place of the first query's answer.
+            login = null;
+            this.forget();
+            c.fastStartsRefused++;
+            if (this.spoke) return this.deliverRefusal(step.forward);
+            this.phase = { kind: 'refusing', error: step.forward };
+            stream.on('error', () => undefined);
+            stream.destroy();
+            return;
+          case 'passwordRequested':
+            this.forget();
+            return this.refuse(
+              SQLSTATE.INVALID_AUTHORIZATION_SPECIFICATION as RefusalCode,
+              `the pooler asks for a password for user "${this.user ?? ''}" after the agent's local check: let the pooler accept the agent's certificate for this user, or check locally with "pooler"`,
+            );
+          case 'broken':
+            return this.refuse(SQLSTATE.PROTOCOL_VIOLATION as RefusalCode, `quicpool agent: ${step.reason}`);
+          default: {
+            const never: never = step;
+            throw new Error(`unknown login step ${JSON.stringify(never)}`);
+          }
         }
-        chunk = held;
-        held = null;
       }
       c.bytesDown += chunk.length;
       this.answered = true;
@@ -337,7 +418,7 @@ export class LocalSession {
     });
     socket.on('drain', () => stream.resume());
     stream.on('end', () => {
-      if (!socket.destroyed) socket.end();
+      if (this.phase.kind === 'forwarding' && !socket.destroyed) socket.end();
     });
     stream.on('error', (err: Error) => this.onStreamLost(err));
     stream.on('close', () => {
@@ -347,6 +428,28 @@ export class LocalSession {
       }
     });
     socket.resume();
+  }
+
+  private deliverRefusal(error: Buffer): void {
+    this.host.counters.bytesDown += error.length;
+    this.socket.end(error);
+    this.finish('refusedByPooler');
+  }
+
+  /** The pooler's login answer was read: remember it for the next fast start; map the agent's key. */
+  private loggedIn(record: LoginRecord | null, key: BackendKey | null): void {
+    const k = this.loginKey;
+    if (k !== null) {
+      const known = this.host.logins.get(k);
+      if (record === null) this.host.logins.delete(k);
+      else if (known === undefined || !sameRecord(known, record)) this.host.logins.set(k, record);
+    }
+    if (this.fast !== null && key !== null) this.host.keys.resolve(this.fast.key, key);
+  }
+
+  /** This StartupMessage's login is not to be fast-started again until it succeeds the long way. */
+  private forget(): void {
+    if (this.loginKey !== null) this.host.logins.delete(this.loginKey);
   }
 
   private onStreamLost(err: Error): void {
@@ -391,6 +494,10 @@ export class LocalSession {
         this.phase = { kind: 'closed' };
         this.socket.destroy();
         return this.host.done(this, this.admitted);
+      case 'refusing':
+        // Gone (or said goodbye) before asking anything: nothing to tell it.
+        this.socket.destroy();
+        return this.finish('refusedByPooler');
       case 'waiting':
         p.abort.abort(new Error('local client went away'));
         if (this.authTimer !== null) clearTimeout(this.authTimer);
@@ -438,36 +545,29 @@ export class LocalSession {
     c.refused[sqlstate] = (c.refused[sqlstate] ?? 0) + 1;
     this.host.emit({ type: 'refused', sqlstate, reason, peer: this.peer, user: this.user });
     if (!this.socket.destroyed) this.socket.end(errorResponse('FATAL', sqlstate, reason));
-    this.host.done(this, this.admitted);
+    this.ended();
   }
 
-  private finish(how: 'clean' | 'vanished' | 'streamLost' | 'drained'): void {
+  private finish(how: SessionEnd): void {
     const p = this.phase;
     if (p.kind === 'closed') return;
     this.phase = { kind: 'closed' };
-    if (p.kind === 'forwarding') {
+    if (p.kind === 'forwarding' || p.kind === 'refusing') {
       const durationMs = Math.round(performance.now() - this.started);
       this.host.emit({ type: 'sessionEnded', user: this.user ?? '', database: this.database, peer: this.peer, how, durationMs });
+    }
+    if (p.kind === 'forwarding') {
       if (!p.stream.destroyed && how !== 'clean') {
         p.stream.on('error', () => undefined);
         p.stream.destroy(new Error(`local session ended (${how})`));
       }
     }
     if (p.kind === 'waiting') p.abort.abort(new Error('local session ended'));
+    this.ended();
+  }
+
+  private ended(): void {
+    if (this.fast !== null) this.host.keys.release(this.fast.key);
     this.host.done(this, this.admitted);
   }
 }
-
-/**
- * The pooler's first message after a local check: AuthenticationOk (or an error, or anything but
- * a password request) goes on to the local client; an authentication request means the pooler
- * wants a password the local client already gave to the agent.
- */
-function firstAnswer(b: Buffer): 'more' | 'pass' | 'passwordRequested' {
-  if (b.length < 1) return 'more';
-  if (b[0] !== AUTHENTICATION) return 'pass';
-  if (b.length < 9) return 'more';
-  return b.readInt32BE(5) === 0 ? 'pass' : 'passwordRequested';
-}
-
-const AUTHENTICATION = 0x52; // 'R'

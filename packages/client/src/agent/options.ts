@@ -4,6 +4,20 @@ import { tmpdir } from 'node:os';
 import type { SessionManager } from '../session-manager.js';
 import type { SessionManagerOptions } from '../options.js';
 import type { LocalCheck, LocalChecksOptions } from './local-auth.js';
+import type { LoginCache } from './login-cache.js';
+
+/**
+ * Fast start: the agent answers a local client's startup itself (AuthenticationOk, the values the
+ * pooler reported for the same StartupMessage last time, a key of its own, ReadyForQuery) and
+ * sends the StartupMessage with the client's first query in one flight. 'auto' (the default): on
+ * for the listeners whose local check is the agent's own ('peer', 'password') when the agent
+ * presents a client certificate: the agent has checked the client and the pooler logs it in on
+ * the certificate, so the pooler's answer is known before it comes. Off with the 'pooler' check:
+ * there the pooler authenticates, and a login it refuses (a changed password, a user removed)
+ * would only be known after the client was told it was in; `true` accepts that (the refusal then
+ * comes in place of the first query's answer, as it does when a vouched-for login fails).
+ */
+export type FastStart = 'auto' | boolean;
 
 export interface AgentOptions {
   /** The QUIC side: a SessionManager of your own (not closed by the agent), or options for one it owns. */
@@ -35,6 +49,10 @@ export interface AgentOptions {
    * the pooler authenticates every session (SCRAM relayed end to end).
    */
   readonly localChecks?: LocalChecksOptions;
+  /** See FastStart. Default 'auto'. */
+  readonly fastStart?: FastStart;
+  /** What the pooler answered earlier logins (share one, or a file's, across agents). Default: a new one. */
+  readonly loginCache?: LoginCache;
 }
 
 export interface ResolvedAgentOptions {
@@ -48,6 +66,7 @@ export interface ResolvedAgentOptions {
   readonly startupTimeoutMs: number;
   readonly socketCheck: LocalCheck;
   readonly tcpCheck: Exclude<LocalCheck, 'peer'>;
+  readonly fastStart: FastStart;
 }
 
 export const DEFAULT_AGENT_OPTIONS: ResolvedAgentOptions = {
@@ -61,6 +80,7 @@ export const DEFAULT_AGENT_OPTIONS: ResolvedAgentOptions = {
   startupTimeoutMs: 10_000,
   socketCheck: 'pooler',
   tcpCheck: 'pooler',
+  fastStart: 'auto',
 };
 
 export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
@@ -76,6 +96,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     startupTimeoutMs: o.startupTimeoutMs ?? d.startupTimeoutMs,
     socketCheck: o.localChecks?.socket ?? d.socketCheck,
     tcpCheck: o.localChecks?.tcp ?? d.tcpCheck,
+    fastStart: o.fastStart ?? d.fastStart,
   };
   const checks: readonly string[] = [r.socketCheck, r.tcpCheck];
   if (checks.includes('password')) {

@@ -10,6 +10,12 @@ export interface AgentCounters {
   earlyStartups: number;
   /** CancelRequests carried to the pooler on a fresh stream. */
   cancels: number;
+  /** Local sessions the agent answered itself (fast start), before the pooler's answer. */
+  fastStarts: number;
+  /** Fast-started sessions whose login the pooler refused (its error reached the client in place of the first answer). */
+  fastStartsRefused: number;
+  /** CancelRequests for a fast-started session that waited for the pooler's key. */
+  cancelsHeld: number;
   /** Local sessions that passed the agent's local password check. */
   localLogins: number;
   /** SSLRequest / GSSENCRequest answered 'N'. */
@@ -38,11 +44,14 @@ export interface AgentStats extends AgentCounters {
   readonly manager: SessionManagerStats;
 }
 
+/** How a carried session ended: 'refusedByPooler' is a fast start whose login the pooler refused. */
+export type SessionEnd = 'clean' | 'vanished' | 'streamLost' | 'drained' | 'refusedByPooler';
+
 export type RefusalCode = '53300' | '08001' | '08006' | '08P01' | '57P01' | '28000' | '28P01';
 
 export type AgentEvent =
   | { readonly type: 'sessionStarted'; readonly user: string; readonly database: string; readonly peer: string; readonly early: boolean }
-  | { readonly type: 'sessionEnded'; readonly user: string; readonly database: string; readonly peer: string; readonly how: 'clean' | 'vanished' | 'streamLost' | 'drained'; readonly durationMs: number }
+  | { readonly type: 'sessionEnded'; readonly user: string; readonly database: string; readonly peer: string; readonly how: SessionEnd; readonly durationMs: number }
   | { readonly type: 'refused'; readonly sqlstate: RefusalCode; readonly reason: string; readonly peer: string; readonly user: string | null }
   | { readonly type: 'cancel'; readonly peer: string };
 
@@ -52,7 +61,7 @@ export interface AgentEvents {
 
 export function emptyAgentCounters(): AgentCounters {
   return {
-    accepted: 0, sessions: 0, earlyStartups: 0, localLogins: 0, cancels: 0, encryptionDeclined: 0, refused: {},
+    accepted: 0, sessions: 0, earlyStartups: 0, localLogins: 0, cancels: 0, fastStarts: 0, fastStartsRefused: 0, cancelsHeld: 0, encryptionDeclined: 0, refused: {},
     streamsLost: 0, clientsVanished: 0, pausedUp: 0, pausedDown: 0, bytesUp: 0, bytesDown: 0,
   };
 }
