@@ -22,6 +22,9 @@ export function createConnectMetrics(agent: QuicAgent): Registry {
   gauge('quicpool_connect_connection_failures_total', 'QUIC connection attempts that failed before their handshake completed (monotonic).', (s) => s.manager.connectionFailures);
   gauge('quicpool_connect_connections_lost_total', 'Established QUIC connections that died (monotonic).', (s) => s.manager.connectionsLost);
   gauge('quicpool_connect_cancels_total', 'CancelRequests carried (monotonic).', (s) => s.cancels);
+  gauge('quicpool_connect_fast_starts_total', 'Local sessions the agent answered itself before the pooler (fast start; monotonic).', (s) => s.fastStarts);
+  gauge('quicpool_connect_fast_starts_refused_total', 'Fast-started sessions whose login the pooler refused (monotonic).', (s) => s.fastStartsRefused);
+  gauge('quicpool_connect_cancels_held_total', 'CancelRequests that waited for the pooler\'s key of a fast-started session (monotonic).', (s) => s.cancelsHeld);
   gauge('quicpool_connect_streams_lost_total', 'Local sessions whose QUIC stream failed under them (monotonic).', (s) => s.streamsLost);
   gauge('quicpool_connect_clients_vanished_total', 'Local clients gone without Terminate; their stream was reset (monotonic).', (s) => s.clientsVanished);
   new Gauge({

@@ -1,31 +1,19 @@
 // Session tickets of `quicpool connect` kept in a file (mode 600), so an agent started again
 // resumes its QUIC connections with 0-RTT. A ticket lets its holder resume a TLS session: the file
 // is as private as a key.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { QuicTicketStore } from '@quicpool/transport';
+import { readStateFile, writeStateFile } from './connect-state-file.js';
 
 /** Most tickets kept (one per pooler endpoint and server name is the norm). */
 const MAX_TICKETS = 256;
-/** A larger file is not ours: ignored. */
-const MAX_FILE_BYTES = 1 << 20;
 
 export class FileTicketStore extends QuicTicketStore {
   private readonly copy = new Map<string, string>();
 
   constructor(private readonly path: string) {
     super(MAX_TICKETS);
-    let parsed: unknown = null;
-    try {
-      const text = readFileSync(path, 'utf8');
-      if (text.length <= MAX_FILE_BYTES) parsed = JSON.parse(text);
-    } catch {
-      parsed = null; // none yet, or unreadable: start empty
-    }
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
-      for (const [server, b64] of Object.entries(parsed as Record<string, unknown>).slice(-MAX_TICKETS)) {
-        if (typeof b64 === 'string') this.remember(server, b64);
-      }
+    for (const [server, b64] of Object.entries(readStateFile(path) ?? {}).slice(-MAX_TICKETS)) {
+      if (typeof b64 === 'string') this.remember(server, b64);
     }
   }
 
@@ -48,13 +36,6 @@ export class FileTicketStore extends QuicTicketStore {
   }
 
   private save(): void {
-    try {
-      mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-      const tmp = `${this.path}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.copy)), { mode: 0o600 });
-      renameSync(tmp, this.path);
-    } catch {
-      // A ticket not saved costs the next start its 0-RTT, nothing else.
-    }
+    writeStateFile(this.path, Object.fromEntries(this.copy));
   }
 }

@@ -5,10 +5,11 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { QuicAgent } from '@quicpool/client';
-import type { AgentEvent, LocalChecksOptions, SessionManagerOptions } from '@quicpool/client';
+import type { AgentEvent, FastStart, LocalChecksOptions, SessionManagerOptions } from '@quicpool/client';
 import { ConfigFileError, loadConfig } from './config/load.js';
 import type { AppConfig } from './config/load.js';
 import { createConnectMetrics } from './connect-metrics.js';
+import { FileLoginCache } from './connect-logins.js';
 import { FileTicketStore } from './connect-tickets.js';
 import { EXIT } from './exit-codes.js';
 import { createLogger } from './logger.js';
@@ -16,6 +17,7 @@ import type { LogFormat, Logger } from './logger.js';
 import { expositionOf, serveMetrics } from './metrics.js';
 
 const SECOND_SIGNAL_AFTER_MS = 300;
+const FAST_START: Record<'auto' | 'on' | 'off', FastStart> = { auto: 'auto', on: true, off: false };
 
 function logAgentEvent(log: Logger, e: AgentEvent): void {
   switch (e.type) {
@@ -97,6 +99,7 @@ export async function runConnect(config: AppConfig): Promise<number> {
   const { sessions, socketMode, localChecks } = await connectOptions(config);
   const host = config.get<string>('connect.host');
   const socketDir = config.get<string>('connect.socket_dir');
+  const loginCacheFile = config.get<string>('connect.login_cache_file');
   let agent: QuicAgent;
   try {
     agent = new QuicAgent({
@@ -108,6 +111,8 @@ export async function runConnect(config: AppConfig): Promise<number> {
       maxWaiting: config.get<number>('connect.max_waiting'),
       queueTimeoutMs: config.get<number>('connect.queue_timeout_ms'),
       localChecks,
+      fastStart: FAST_START[config.get<'auto' | 'on' | 'off'>('connect.fast_start')],
+      ...(loginCacheFile !== '' ? { loginCache: new FileLoginCache(resolve(loginCacheFile)) } : {}),
     });
   } catch (e) {
     if (e instanceof RangeError) throw new ConfigFileError(config.file ?? '(defaults)', 'connect', e.message);
@@ -123,12 +128,17 @@ export async function runConnect(config: AppConfig): Promise<number> {
   agent.sessions.on('endpointUp', (i) => log.info({ endpoint: i.endpoint }, 'pooler reachable again'));
 
   const cleanup: (() => Promise<void>)[] = [];
+  let stopping: Promise<number> | null = null;
   try {
     const a = await agent.listen();
     if (config.get<boolean>('connect.metrics')) {
-      const m = await serveMetrics(expositionOf(createConnectMetrics(agent)), config.get<string>('connect.metrics_host'), config.get<number>('connect.metrics_port'));
+      // Ready (GET /readyz 200) once a QUIC connection to a pooler is open and until draining starts.
+      const ready = (): Promise<string | null> => Promise.resolve(
+        stopping !== null ? 'draining' : agent.sessions.stats().connections > 0 ? null : 'no QUIC connection to a pooler is open',
+      );
+      const m = await serveMetrics(expositionOf(createConnectMetrics(agent)), config.get<string>('connect.metrics_host'), config.get<number>('connect.metrics_port'), ready);
       cleanup.push(() => m.close());
-      log.info({ url: `http://${config.get<string>('connect.metrics_host')}:${m.port}/metrics` }, 'metrics endpoint');
+      log.info({ url: `http://${config.get<string>('connect.metrics_host')}:${m.port}/metrics`, health: '/healthz', ready: '/readyz' }, 'metrics endpoint');
     }
     log.info({ tcp: a.tcp === null ? 'off' : `${a.tcp.host}:${a.tcp.port}`, socket: a.socket ?? 'off', poolers: sessions.endpoints }, 'quicpool connect ready');
     const lines = [
@@ -150,7 +160,6 @@ export async function runConnect(config: AppConfig): Promise<number> {
   }
 
   const drainMs = config.get<number>('connect.drain_timeout_ms');
-  let stopping: Promise<number> | null = null;
   let forced = false;
   const stop = (reason: string, immediate: boolean): Promise<number> => {
     if (immediate) {

@@ -139,6 +139,53 @@ describe('quicpool connect', () => {
     }
   });
 
+  it('fast start (--cert and a local password list): sessions after the first answered by the agent, /readyz once a connection is open, the login answers kept for the next start', async () => {
+    const usersFile = join(dir, 'agent-users.toml');
+    const loginFile = join(dir, 'connect-logins');
+    await writeFile(usersFile, `[users.${upstream.trustUser}]\npassword = "local-secret"\n`);
+    const args = [
+      '--cert', join(dir, 'agent.pem'), '--key', join(dir, 'agent.key'),
+      '--set', 'connect.tcp_auth=password', '--set', `connect.users_file=${usersFile}`, '--set', `connect.login_cache_file=${loginFile}`,
+    ];
+    const session = async (port: number): Promise<string | undefined> => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: upstream.trustUser, password: 'local-secret', database: upstream.database });
+      await c.connect();
+      const u = (await c.query<{ u: string }>('select current_user as u')).rows[0]?.u;
+      await c.end();
+      return u;
+    };
+    const readyz = async (a: Daemon): Promise<[number, string]> => {
+      const r = await fetch(`http://127.0.0.1:${a.port('metrics')}/readyz`);
+      return [r.status, await r.text()];
+    };
+
+    const first = await startAgent(args);
+    try {
+      for (let i = 0; i < 3; i++) expect(await session(first.port)).toBe(upstream.trustUser);
+      const m = await first.metrics();
+      expect(metric(m, 'quicpool_connect_sessions_total')).toBe(3);
+      expect(metric(m, 'quicpool_connect_fast_starts_total')).toBe(2); // the first had nothing cached
+      expect(metric(m, 'quicpool_connect_fast_starts_refused_total')).toBe(0);
+      expect(await readyz(first.agent)).toEqual([200, 'ready\n']);
+      expect((await fetch(`http://127.0.0.1:${first.agent.port('metrics')}/healthz`)).status).toBe(200);
+    } finally {
+      expect(await first.agent.stop()).toBe(0);
+    }
+    expect(existsSync(loginFile)).toBe(true);
+
+    // No connection at start: not ready until the first session opens one; that session is
+    // fast-started from the file the first run left.
+    const again = await startAgent([...args, '--set', 'connect.min_connections=0']);
+    try {
+      expect(await readyz(again.agent)).toEqual([503, 'not ready: no QUIC connection to a pooler is open\n']);
+      expect(await session(again.port)).toBe(upstream.trustUser);
+      expect(metric(await again.metrics(), 'quicpool_connect_fast_starts_total')).toBe(1);
+      expect((await readyz(again.agent))[0]).toBe(200);
+    } finally {
+      expect(await again.agent.stop()).toBe(0);
+    }
+  });
+
   it('refuses a config without endpoints, naming the key (exit 2)', async () => {
     const r = await runCli(['connect', '--port', '0']);
     expect(r.code).toBe(2);
