@@ -7,15 +7,18 @@
 //       QUIC connection with SCRAM relayed; agent with certificate authentication; agent just
 //       started again (0-RTT resumption from its ticket store); and, without the agent,
 //       @quicpool/client on a resumed connection to a second daemon with quic.early_data =
-//       "read-only", fastStart 'early-data', certificate authentication (bench:client's code path)
+//       "read-only", fastStart 'early-data', certificate authentication (bench:client's code path);
+//       agent with fast start (peer check on its unix socket, certificate to the pooler: the agent
+//       answers the login itself, the StartupMessage and the query leave in one flight), on an open
+//       connection and just started again (0-RTT to the read-only daemon, login answers remembered)
 //   (c) the pooler's file descriptors, sockets and RSS with N sessions held open through the agent
 //       vs N straight over TCP+TLS (a fresh daemon each, loopback: see pooler-sessions.ts)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { QuicAgent } from '@quicpool/client';
-import type { SessionManagerOptions } from '@quicpool/client';
+import { LoginCache, QuicAgent } from '@quicpool/client';
+import type { AgentOptions, SessionManagerOptions } from '@quicpool/client';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { generateDevCertificates, QuicTicketStore } from '@quicpool/transport';
 import { median, readOnlyZeroRttFirstRow } from '../client/first-row.js';
@@ -49,7 +52,7 @@ export interface ConnectBenchOptions {
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
-type FirstRowPath = 'tcpTlsScram' | 'agentScram' | 'agentCert' | 'agentZeroRtt' | 'readOnlyZeroRtt';
+type FirstRowPath = 'tcpTlsScram' | 'agentScram' | 'agentCert' | 'agentZeroRtt' | 'readOnlyZeroRtt' | 'agentFastStart' | 'agentFastStartZeroRtt';
 /** (c): at most this many sessions connecting at once, and this long to open all of one side. */
 const HOLD_CONCURRENCY = 100;
 const HOLD_DEADLINE_MS = 180_000;
@@ -65,8 +68,12 @@ async function firstRowMs(config: pg.ClientConfig): Promise<number> {
   return ms;
 }
 
-async function withAgent<T>(sessions: SessionManagerOptions, run: (port: number, agent: QuicAgent) => Promise<T>): Promise<T> {
-  const agent = new QuicAgent({ sessions, host: '127.0.0.1', port: 0, socketDir: null });
+async function withAgent<T>(
+  sessions: SessionManagerOptions,
+  run: (port: number, agent: QuicAgent) => Promise<T>,
+  extra: Partial<AgentOptions> = {},
+): Promise<T> {
+  const agent = new QuicAgent({ sessions, host: '127.0.0.1', port: 0, socketDir: null, ...extra });
   try {
     const a = await agent.listen();
     return await run(a.tcp?.port ?? 0, agent);
@@ -86,11 +93,19 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
   log(`${machineLine(describeMachine())}; open-file limit ${limit ?? 'unknown'}`);
   const pgServer = await startPostgres({ settings: { max_connections: '200' } });
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-connect-'));
+  // Fast start: local clients on the agent's unix socket checked by peer credentials, so the
+  // database user is this process's OS user (a role of that name, logged in by the agent's certificate).
+  const osUser = userInfo().username;
   let pooler: RunningDaemon | null = null;
   let readOnlyPooler: RunningDaemon | null = null;
   const wans: RunningRelay[] = [];
   try {
     const info = pgServer.info;
+    if (osUser === info.user || osUser === info.trustUser) throw new Error(`run the bench as an OS user not named ${osUser}: the fixture's own roles have that name`);
+    const admin = new pg.Client({ host: info.host, port: info.port, user: info.user, password: info.password, database: info.database });
+    await admin.connect();
+    await admin.query(`create role ${pg.escapeIdentifier(osUser)} login password ${pg.escapeLiteral(info.password)}`);
+    await admin.end();
     const agentCert = await generateDevCertificates({ names: ['bench-agent'], caName: 'bench agents CA' });
     const clientCaFile = join(stateDir, 'agents-ca.pem');
     writeFileSync(clientCaFile, agentCert.caPem);
@@ -100,6 +115,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       users: {
         [info.user]: { password: info.password },
         [info.trustUser]: { auth: 'cert', certCommonNames: ['bench-agent'] },
+        [osUser]: { auth: 'cert', certCommonNames: ['bench-agent'], password: info.password },
       },
       poolSize: 20,
       stateDir: dir,
@@ -125,6 +141,10 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const cert = { cert: agentCert.certPem, key: agentCert.keyPem };
     const scram = { user: info.user, password: info.password, database: info.database };
     const certLogin = { user: info.trustUser, database: info.database };
+    // Fast start: a unix-socket client of the agent, checked by peer credentials; login answers remembered across agents.
+    const logins = new LoginCache();
+    const fastAgent: Partial<AgentOptions> = { socketDir: stateDir, localChecks: { socket: 'peer' }, fastStart: 'auto', loginCache: logins };
+    const peerLogin = (port: number): pg.ClientConfig => ({ user: osUser, database: info.database, host: stateDir, port });
     const tls = { ...scram, host: '127.0.0.1', port: wanTcp.port, ssl: { ca: caPem, servername: 'localhost', rejectUnauthorized: true } };
 
     // One round trip: `select 1` on an open session, per path.
@@ -142,7 +162,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
 
     // (b) first row of a new session.
     log(`(b) first row of a new session, ${o.trials} trials per path ...`);
-    const samples: Record<FirstRowPath, number[]> = { tcpTlsScram: [], agentScram: [], agentCert: [], agentZeroRtt: [], readOnlyZeroRtt: [] };
+    const samples: Record<FirstRowPath, number[]> = { tcpTlsScram: [], agentScram: [], agentCert: [], agentZeroRtt: [], readOnlyZeroRtt: [], agentFastStart: [], agentFastStartZeroRtt: [] };
     for (let i = 0; i < o.trials; i++) samples.tcpTlsScram.push(await firstRowMs(tls));
     await withAgent(quic(), async (port, agent) => {
       await agent.sessions.warm();
@@ -170,11 +190,37 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       if (r.resumed) readOnlyRuns.resumed++;
       if (r.earlyData) readOnlyRuns.earlyData++;
     }
+    // Fast start on an open connection: the first session learns the pooler's login answer (today's path), the rest are answered by the agent.
+    const fastRuns = { open: 0, restarted: 0, restartedEarly: 0, pgbench: 0 };
+    await withAgent(quic(cert), async (port, agent) => {
+      await agent.sessions.warm();
+      await firstRowMs(peerLogin(port));
+      for (let i = 0; i < o.trials; i++) samples.agentFastStart.push(await firstRowMs(peerLogin(port)));
+      fastRuns.open = agent.stats().fastStarts;
+    }, fastAgent);
+    // ... and just started again: to the read-only daemon, resumed from a ticket, the StartupMessage
+    // and `select 1` in the 0-RTT flight, answered before the handshake is confirmed.
+    const readOnlyTickets = new QuicTicketStore();
+    const readOnlyQuic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions =>
+      quic({ endpoints: [`127.0.0.1:${wanReadOnly.port}`], ca: readOnlyPooler!.caPem, ...cert, tickets: readOnlyTickets, ...extra });
+    await withAgent(readOnlyQuic(), async (port, agent) => {
+      await agent.sessions.warm();
+      await firstRowMs(peerLogin(port));
+    }, fastAgent);
+    for (let i = 0; i < o.trials; i++) {
+      await withAgent(readOnlyQuic({ minConnections: 0 }), async (port, agent) => {
+        samples.agentFastStartZeroRtt.push(await firstRowMs(peerLogin(port)));
+        fastRuns.restarted += agent.stats().fastStarts;
+        fastRuns.restartedEarly += agent.stats().earlyStartups;
+      }, fastAgent);
+    }
     const rtts = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v) / rttMs])) as Record<FirstRowPath, number>;
     const ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)])) as Record<FirstRowPath, number>;
 
     // (a) pgbench.
     let bench: Record<'connectPerTx' | 'plain', Record<'tcpTls' | 'agent', ReturnType<typeof parseSummary>>> | null = null;
+    // Assigned inside withAgent's callback: declared so that the compiler does not narrow it to null.
+    let fastBench = null as ReturnType<typeof parseSummary> | null;
     if (pgbench === null) {
       log('(a) skipped: pgbench is not installed');
     } else {
@@ -182,7 +228,9 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
       const c = new pg.Client({ host: info.host, port: info.port, ...scram });
       await c.connect();
-      await c.query(`grant select, update on pgbench_accounts, pgbench_branches, pgbench_tellers to ${info.trustUser}; grant insert on pgbench_history to ${info.trustUser}`);
+      for (const who of [info.trustUser, pg.escapeIdentifier(osUser)]) {
+        await c.query(`grant select, update on pgbench_accounts, pgbench_branches, pgbench_tellers to ${who}; grant insert on pgbench_history to ${who}`);
+      }
       await c.end();
       const tlsTarget: PgbenchTarget = { ...direct, host: '127.0.0.1', port: wanTcp.port };
       const args = (perTx: boolean): string[] => [...(perTx ? ['-C'] : []), '-S', '-c', String(o.clients), '-j', '2', '-T', String(o.seconds)];
@@ -199,6 +247,13 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
           bench![key] = { tcpTls: t, agent: a };
         }
       });
+      await withAgent(quic({ ...cert, maxConnections: 2 }), async (port, agent) => {
+        await agent.sessions.warm();
+        const fastTarget: PgbenchTarget = { host: stateDir, port, user: osUser, password: '', database: info.database };
+        log(`(a) pgbench ${args(true).join(' ')}: through the agent with fast start (unix socket, peer check; QUIC, certificate authentication) ...`);
+        fastBench = summary(await runPgbench(pgbench, fastTarget, args(true), (o.seconds + 60) * 1000));
+        fastRuns.pgbench = agent.stats().fastStarts;
+      }, fastAgent);
     }
 
     // (c) sessions held open.
@@ -230,11 +285,15 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       agentCert: 'agent, QUIC open, certificate auth',
       agentZeroRtt: 'agent just restarted (0-RTT), cert auth',
       readOnlyZeroRtt: '@quicpool/client, resumed, read-only 0-RTT',
+      agentFastStart: 'agent fast start, QUIC open, cert auth',
+      agentFastStartZeroRtt: 'agent fast start, just restarted (0-RTT)',
     };
     for (const k of Object.keys(label) as FirstRowPath[]) out.push(`    ${label[k].padEnd(44)}${rtts[k].toFixed(2).padStart(6)} RTT ${ms[k].toFixed(1).padStart(8)} ms`);
     out.push(`    StartupMessages sent in 0-RTT early data after a restart: ${early} of ${o.trials}`);
     out.push(`    read-only 0-RTT: @quicpool/client (no agent), certificate auth, fastStart 'early-data', to a daemon with quic.early_data = "read-only";`);
     out.push(`      resumed ${readOnlyRuns.resumed} of ${o.trials}, StartupMessage and select 1 in early data ${readOnlyRuns.earlyData} of ${o.trials}`);
+    out.push(`    fast start: local clients on the agent's unix socket (peer check), the agent's certificate to the pooler; fast-started ${fastRuns.open} of ${o.trials}`);
+    out.push(`      just restarted: to the read-only daemon (quic.early_data = "read-only"); fast-started ${fastRuns.restarted} of ${o.trials}, StartupMessage in early data ${fastRuns.restartedEarly} of ${o.trials}`);
     out.push("    TCP: the relay accepts the connection locally, so TCP's own handshake round trip is not charged (a real path adds 1 RTT)");
     if (bench !== null) {
       out.push('', `(a) pgbench -S, -c ${o.clients} -j 2 -T ${o.seconds}          TCP+TLS+SCRAM        agent (QUIC, cert)     ratio`);
@@ -243,6 +302,12 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         const f = (r: ReturnType<typeof parseSummary>): string => `${r.tps.toFixed(0)} tps ${(r.latencyMeanMs / rttMs).toFixed(2)} RTT`;
         out.push(`    ${(key === 'connectPerTx' ? '-C (new connection per transaction)' : 'plain').padEnd(40)}${f(b.tcpTls).padStart(20)}${f(b.agent).padStart(22)}${(b.agent.tps / b.tcpTls.tps).toFixed(2).padStart(10)}x`);
         if (b.tcpTls.failed > 0 || b.agent.failed > 0) out.push(`    failed transactions: TCP+TLS ${b.tcpTls.failed}, agent ${b.agent.failed}`);
+      }
+      if (fastBench !== null) {
+        const f = fastBench;
+        const t = bench.connectPerTx.tcpTls;
+        out.push(`    ${'-C, agent with fast start (unix, peer)'.padEnd(40)}${''.padStart(20)}${`${f.tps.toFixed(0)} tps ${(f.latencyMeanMs / rttMs).toFixed(2)} RTT`.padStart(22)}${(f.tps / t.tps).toFixed(2).padStart(10)}x`);
+        out.push(`      fast-started ${fastRuns.pgbench} of ${f.transactions} transactions${f.failed > 0 ? `; failed ${f.failed}` : ''}`);
       }
     }
     out.push('', `(c) the pooler process with ${o.sessions} sessions held open (a fresh daemon each; loopback)     TCP+TLS+SCRAM   agent (QUIC, cert)`);
@@ -260,11 +325,14 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         bench: 'connect',
         configuredOneWayMs: o.oneWayMs,
         measuredRttMs: r2(rttMs),
-        pgbenchConnectPerTx: bench === null ? null : { tcpTls: r2(bench.connectPerTx.tcpTls.tps), agent: r2(bench.connectPerTx.agent.tps) },
+        pgbenchConnectPerTx: bench === null ? null : {
+          tcpTls: r2(bench.connectPerTx.tcpTls.tps), agent: r2(bench.connectPerTx.agent.tps), agentFastStart: fastBench === null ? null : r2(fastBench.tps),
+        },
         pgbenchPlain: bench === null ? null : { tcpTls: r2(bench.plain.tcpTls.tps), agent: r2(bench.plain.agent.tps) },
-        firstRowRtts: { tcpTlsScram: r2(rtts.tcpTlsScram), agentScram: r2(rtts.agentScram), agentCert: r2(rtts.agentCert), agentZeroRtt: r2(rtts.agentZeroRtt), readOnlyZeroRtt: r2(rtts.readOnlyZeroRtt) },
+        firstRowRtts: Object.fromEntries(Object.entries(rtts).map(([k, v]) => [k, r2(v)])),
         firstRowMs: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, r2(v)])),
         readOnlyZeroRttRuns: { auth: 'cert', trials: o.trials, ...readOnlyRuns },
+        fastStartRuns: { trials: o.trials, ...fastRuns },
         heldSessions: o.sessions,
         poolerFds: { tcpTls: footprint.tcpTls.held.fds, agent: footprint.agent.held.fds },
         poolerSockets: { tcpTls: footprint.tcpTls.held.sockets, agent: footprint.agent.held.sockets },
