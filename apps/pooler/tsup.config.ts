@@ -8,8 +8,9 @@ import { defineConfig } from 'tsup';
 // and so does native code. What is bundled is a devDependency in package.json; `dependencies`
 // lists only what the bundle loads at run time: the workspace packages.
 export default defineConfig({
-  // The worker threads' entry beside the CLI (dist/worker.js; workers/supervisor.ts starts it).
-  entry: { cli: 'src/cli.ts', worker: 'src/workers/worker-main.ts' },
+  // The worker threads' entry beside the CLI (dist/worker.js; workers/supervisor.ts starts it),
+  // and the Lambda extension's (dist/lambda-extension.js; deploy/lambda's start script runs it).
+  entry: { cli: 'src/cli.ts', worker: 'src/workers/worker-main.ts', 'lambda-extension': 'src/lambda/extension-main.ts' },
   format: ['esm'],
   target: 'node20',
   dts: false,

@@ -1,6 +1,8 @@
 // Runs `node dist/cli.js ...` as a user would, collects its output, and always ends it.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -124,4 +126,27 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Pr
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     child.once('exit', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * A pooler for the agent's deployment tests: `quicpool start` on free ports with its state (and
+ * its development CA, certs/ca.pem) in `dir`, in front of `upstream`, one password user.
+ */
+export async function startTestPooler(dir: string, upstream: { readonly host: string; readonly port: number; readonly user: string; readonly password: string }): Promise<Daemon> {
+  const file = join(dir, 'quicpool.toml');
+  await writeFile(file, [
+    `[upstream]\nhost = "${upstream.host}"\nport = ${upstream.port}`,
+    '[metrics]\nenabled = false',
+    `[users.${upstream.user}]\npassword = "${upstream.password}"`,
+  ].join('\n') + '\n');
+  return startDaemon(['--config', file, '--state-dir', dir, '--port', '0', '--quic-port', '0']);
+}
+
+/** Resolves once `ok()` holds (checked every 20 ms); rejects after `timeoutMs`. */
+export async function until(ok: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
