@@ -13,7 +13,7 @@ Usage:
   quicpool cert [--out DIR] [--name NAME]... generate a development CA and server certificate
   quicpool connect --endpoint HOST:PORT ...  the local agent: any Postgres client -> QUIC -> poolers
   quicpool <command> --help
-  quicpool --version                         this version, the Node.js running it and its flags
+  quicpool --version                         this version, the Node.js running it, its flags and the fast paths on
 
 Exit codes: 0 stopped cleanly / success, 1 runtime failure, 2 invalid command line or config,
 3 stopped at once by a second SIGTERM/SIGINT.
@@ -199,11 +199,15 @@ async function cert(argv: string[]): Promise<number> {
   return EXIT.OK;
 }
 
-/** "quicpool 0.2.0 (Node.js v20.20.2, node flags: --initial-old-space-size=64)". */
-function versionLine(): string {
+/**
+ * "quicpool 0.2.0 (Node.js v20.20.2, node flags: --initial-old-space-size=64)", then the
+ * transport's fast paths and whether each is on with this Node ("fast paths: tcpDirectWrite on, ...").
+ */
+async function versionLines(): Promise<string> {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
   const flags = process.execArgv.length > 0 ? process.execArgv.join(' ') : 'none';
-  return `quicpool ${manifest.version ?? '(unknown version)'} (Node.js ${process.version}, node flags: ${flags})`;
+  const { fastPathsLine } = await import('@quicpool/transport');
+  return `quicpool ${manifest.version ?? '(unknown version)'} (Node.js ${process.version}, node flags: ${flags})\nfast paths: ${fastPathsLine()}`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -222,7 +226,7 @@ async function main(argv: string[]): Promise<number> {
       return EXIT.OK;
     case '--version':
     case '-V':
-      process.stdout.write(`${versionLine()}\n`);
+      process.stdout.write(`${await versionLines()}\n`);
       return EXIT.OK;
     case undefined:
     case '--help':

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { ConfigError, MAX_WORKERS, resolvePoolerConfig } from '@quicpool/pooler';
 import type { ConfigRow, PoolerConfig } from '@quicpool/pooler';
+import { fastPathsLine } from '@quicpool/transport';
 import { devCertificates, loadCertificateFiles, readClientCa } from './certs.js';
 import type { ServerCertificate } from './certs.js';
 import { ConfigFileError, loadConfig } from './config/load.js';
@@ -270,6 +271,7 @@ function printBanner(b: {
   lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
   const quicWorkers = b.layout.quic === 'off' ? '' : `, QUIC ${b.layout.quic}`;
   lines.push(`Workers:  ${b.layout.count === 1 ? '1 (in the main thread)' : `${b.layout.count} threads on the same ports${quicWorkers}`}; SHOW WORKERS in the admin console${b.layout.note === null ? '' : ` (${b.layout.note})`}`);
+  lines.push(`Fast paths: ${fastPathsLine()}`);
   if (b.cert.caPath !== undefined) lines.push(`CA:       ${b.cert.caPath} (development certificate, server name localhost)`);
   lines.push(`Fingerprint (SHA-256): ${b.cert.fingerprint}`, 'Press Ctrl-C to stop (twice: at once).');
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -6,3 +6,4 @@ export * from './certs.js';
 export * from './peer-certificate.js';
 export * from './node-postgres.js';
 export * from './quic/index.js';
+export * from './fast-paths.js';

@@ -51,6 +51,13 @@ const binding = loadBinding();
 /** Whether plain sockets write through their handle directly (false: `writeChunk` is `write`). */
 export const directWriteAvailable = binding !== null;
 
+/** directWriteAvailable, and why not. */
+export function directWriteSupport(): { readonly available: boolean; readonly reason: string | null } {
+  if (binding !== null) return { available: true, reason: null };
+  const off = process.env['QUICPOOL_TCP_DIRECT_WRITE'] === '0';
+  return { available: false, reason: off ? 'QUICPOOL_TCP_DIRECT_WRITE=0' : `Node.js ${process.version} has no stream_wrap WriteWrap/streamBaseState` };
+}
+
 /** The `_writableState` fields a direct write must find at rest. */
 interface WritableStateView {
   readonly length: number;

@@ -9,7 +9,7 @@
 //
 // Where Node's fields are not found (another Node version) or `QUICPOOL_TCP_READ_INTO=0`,
 // `readInto` answers false and the socket keeps emitting 'data'.
-import type net from 'node:net';
+import net from 'node:net';
 import type { ReadInto } from '../session-stream.js';
 
 interface UserBufferHandle {
@@ -37,6 +37,22 @@ function userBufferKeys(socket: net.Socket): UserBufferKeys | null {
 }
 
 type UserBufferSocket = net.Socket & Record<symbol, unknown> & { _handle?: Partial<UserBufferHandle> | null };
+
+/**
+ * Whether accepted TCP sockets can read into the caller's buffers in this process, and why not:
+ * Node's user-buffer fields on a socket and `useUserBuffer` on its TCP handle.
+ */
+export function readIntoSupport(): { readonly available: boolean; readonly reason: string | null } {
+  if (process.env['QUICPOOL_TCP_READ_INTO'] === '0') return { available: false, reason: 'QUICPOOL_TCP_READ_INTO=0' };
+  if (userBufferKeys(new net.Socket()) === null) return { available: false, reason: `net.Socket of Node.js ${process.version} has no kBuffer/kBufferCb/kBufferGen fields` };
+  try {
+    const tcp = (process as unknown as { binding(name: string): { TCP?: { prototype?: Partial<UserBufferHandle> } } }).binding('tcp_wrap');
+    if (typeof tcp.TCP?.prototype?.useUserBuffer === 'function') return { available: true, reason: null };
+  } catch {
+    // below
+  }
+  return { available: false, reason: `the TCP handle of Node.js ${process.version} has no useUserBuffer` };
+}
 
 /** Switches `socket` to reading into `target`'s buffers; false (and no change) when it cannot. */
 export function readInto(socket: net.Socket, target: ReadInto): boolean {
