@@ -50,8 +50,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> implement
   readonly options: ResolvedManagerOptions;
   /** Logins the pooler accepted without a password (shared via the `startupHints` option). */
   readonly startupHints: StartupHints;
-  /** The manager logs in with a client certificate (the pooler may map it to users). */
-  readonly presentsCertificate: boolean;
   private readonly endpoints: PoolerEndpoint[];
   private readonly policy: CertificatePolicy;
   private readonly conns = new Set<Managed>();
@@ -69,7 +67,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> implement
     this.options = resolveManagerOptions(options);
     this.policy = certificatePolicy(options);
     this.startupHints = options.startupHints ?? new StartupHints();
-    this.presentsCertificate = options.cert !== undefined;
     this.waiters = new WaitQueue(this.options.acquireTimeoutMs, () => {
       this.counters.acquireFailures++;
       const { acquireTimeoutMs: ms, maxConnections: n, streamsPerConnection: mm } = this.options;
@@ -91,6 +88,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> implement
       this.sweepTimer = setInterval(() => this.sweepIdle(), Math.max(50, Math.min(5_000, this.options.idleTimeoutMs / 2)));
       this.sweepTimer.unref();
     }
+  }
+
+  /** The manager logs in with a client certificate (`cert` or `certFile`; the pooler may map it to users). */
+  get presentsCertificate(): boolean {
+    return this.policy.clientCert !== undefined;
   }
 
   /** An open session stream (a Duplex): carry exactly one Postgres session on it, then end it. */
