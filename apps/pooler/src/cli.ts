@@ -137,7 +137,7 @@ async function start(argv: string[]): Promise<number> {
   const config = await loadConfig(file, overrides);
   // PostgreSQL starts while the daemon's modules (transport, native QUIC, metrics) load.
   const embedded =
-    config.get<string | null>('upstream.host') === null
+    config.get<string | null>('upstream.host') === null && config.get<readonly string[]>('upstream.hosts').length === 0
       ? import('./embedded.js').then((m) => m.startEmbedded(config.get<string>('embedded.state_dir'), config.get<number>('embedded.port')))
       : undefined;
   embedded?.catch(() => undefined); // reported where it is awaited

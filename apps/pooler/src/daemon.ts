@@ -3,7 +3,7 @@
 // assembles packages and answers for the daemon (RELOAD, SHUTDOWN, SHOW CONFIG).
 import { join } from 'node:path';
 import { ConfigError, MAX_WORKERS, resolvePoolerConfig } from '@quicpool/pooler';
-import type { ConfigRow, PoolerConfig } from '@quicpool/pooler';
+import type { ConfigRow, PoolerConfig, ServerTlsConfig } from '@quicpool/pooler';
 import { fastPathsLine } from '@quicpool/transport';
 import { devCertificates, loadCertificateFiles, readClientCa } from './certs.js';
 import type { ServerCertificate } from './certs.js';
@@ -12,6 +12,7 @@ import type { AppConfig, Overrides, UserSettings } from './config/load.js';
 import { applyLive, configRows, engineErrorKey, restartOnlyChanges, toPoolerConfig } from './config/to-pooler.js';
 import type { Upstream } from './config/to-pooler.js';
 import { upstreamTls } from './config/upstream-tls.js';
+import { parseUpstreamHosts } from './config/upstream-hosts.js';
 import { CONNECT_KEYS } from './config/connect-schema.js';
 import type { EmbeddedStart } from './embedded.js';
 import { EXIT } from './exit-codes.js';
@@ -23,9 +24,28 @@ import { quicKeys } from './serve/keys.js';
 import type { DaemonHooks, Serving, ServeOptions, WorkerLayout } from './serve/serving.js';
 import { SECOND_SIGNAL_AFTER_MS, stopSignals } from './stop-signals.js';
 import { checkUpstream, describeUpstream } from './upstream-check.js';
+import type { UpstreamAddress } from './upstream-check.js';
 import { planWorkers } from './workers/plan.js';
 
 /** The configured PostgreSQL server cannot be reached at start (exit 1, the message says which). */
+/** upstream.host and upstream.port, or upstream.hosts (not both). */
+function configuredUpstream(config: AppConfig, source: string, tls: ServerTlsConfig | undefined): Upstream {
+  const port = config.get<number>('upstream.port');
+  const listed = config.get<readonly string[]>('upstream.hosts');
+  const host = config.get<string | null>('upstream.host');
+  const withTls = tls !== undefined ? { tls } : {};
+  if (listed.length === 0) return { host: host ?? '127.0.0.1', port, ...withTls };
+  if (host !== null) throw new ConfigFileError(source, 'upstream.hosts', 'set together with upstream.host: list every server in upstream.hosts and leave upstream.host unset');
+  const hosts = parseUpstreamHosts(source, listed, port);
+  return { ...hosts[0]!, hosts, ...withTls };
+}
+
+/** Null when one of `hosts` accepts a connection, else why none does. */
+async function anyReachable(hosts: readonly UpstreamAddress[], timeoutMs: number): Promise<string | null> {
+  const why = await Promise.all(hosts.map((h) => checkUpstream(h, timeoutMs)));
+  return why.some((w) => w === null) ? null : why.join('; ');
+}
+
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError';
 }
@@ -48,7 +68,7 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   let embedded: Stoppable | undefined;
   let adminUsers = new Set(config.get<readonly string[]>('admin.users'));
   const upstreamHost = config.get<string | null>('upstream.host');
-  if (upstreamHost === null || embeddedStart !== undefined) {
+  if (embeddedStart !== undefined || upstreamHost === null && config.get<readonly string[]>('upstream.hosts').length === 0) {
     if (embeddedStart === undefined) throw new Error('no upstream configured and no embedded PostgreSQL started');
     const { server, state } = await embeddedStart;
     embedded = server;
@@ -58,11 +78,20 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     log.info({ dataDir: state.dataDir, port: server.info.port, version: server.info.serverVersion }, 'embedded PostgreSQL running');
   } else {
     const tls = await upstreamTls(config, file ?? '(defaults)');
-    upstream = { host: upstreamHost, port: config.get<number>('upstream.port'), ...(tls !== undefined ? { tls } : {}) };
-    // A wrong host or port is said now, naming the key, not as every client's 08001 later.
-    const unreachable = await checkUpstream(upstream, config.get<number>('upstream.connect_timeout_ms'));
-    if (unreachable !== null) throw new UpstreamError(`upstream.host/upstream.port: the PostgreSQL server is not reachable: ${unreachable}`);
-    log.info({ upstream: describeUpstream(upstream) }, 'upstream PostgreSQL reachable');
+    upstream = configuredUpstream(config, file ?? '(defaults)', tls);
+    // A wrong host or port is said now, naming the key, not as every client's 08001 later. Of
+    // several hosts one must answer (the others may be down: that is why there are several).
+    const hosts = upstream.hosts ?? [upstream];
+    const unreachable = await Promise.all(hosts.map((h) => checkUpstream(h, config.get<number>('upstream.connect_timeout_ms'))));
+    if (unreachable.every((u) => u !== null)) {
+      const key = upstream.hosts === undefined ? 'upstream.host/upstream.port' : 'upstream.hosts';
+      throw new UpstreamError(`${key}: the PostgreSQL server is not reachable: ${unreachable.join('; ')}`);
+    }
+    hosts.forEach((h, i) => {
+      const why = unreachable[i];
+      if (why === null) log.info({ upstream: describeUpstream(h) }, 'upstream PostgreSQL reachable');
+      else log.warn({ upstream: describeUpstream(h), reason: why }, 'upstream PostgreSQL host not reachable now');
+    });
   }
 
   const certFile = config.get<string | null>('tls.cert_file');
@@ -183,7 +212,7 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
     if (config.get<boolean>('metrics.enabled')) {
       // Ready: listening (we are past that), not shutting down, and the upstream answers a dial.
       const ready = async (): Promise<string | null> =>
-        stopping !== null ? 'shutting down' : checkUpstream(upstream, Math.min(2000, current.get<number>('upstream.connect_timeout_ms')));
+        stopping !== null ? 'shutting down' : anyReachable(upstream.hosts ?? [upstream], Math.min(2000, current.get<number>('upstream.connect_timeout_ms')));
       const endpoint = await serveMetrics(serving.metrics, config.get<string>('metrics.host'), config.get<number>('metrics.port'), ready);
       cleanup.push(() => endpoint.close());
       log.info({ url: `http://${config.get<string>('metrics.host')}:${endpoint.port}/metrics` }, 'metrics endpoint');
@@ -220,7 +249,7 @@ export async function runDaemon(file: string | undefined, overrides: Overrides, 
   const ms = Math.round(performance.now() - started);
   const { tcpPort, quicPort, layout } = serving;
   log.info({ tcp: `${host}:${tcpPort}`, quic: quicPort === undefined ? 'off' : `${host}:${quicPort}`, workers: layout.count, quicWorkers: layout.quic, startupMs: ms }, 'quicpool ready');
-  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, layout, cert, adminDb: config.get<string>('admin.database'), ms, upstream: { where: describeUpstream(upstream), user: [...config.users.keys()][0], admin: [...adminUsers][0] } });
+  printBanner({ embedded: upstream.extraUsers, host, tcpPort, quicPort, layout, cert, adminDb: config.get<string>('admin.database'), ms, upstream: { where: (upstream.hosts ?? [upstream]).map(describeUpstream).join(', '), user: [...config.users.keys()][0], admin: [...adminUsers][0] } });
   return exited;
 }
 

@@ -45,6 +45,27 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   poolGauge('quicpool_pool_clients_waiting', 'Clients waiting for a server connection.', (p) => p.waiting);
   poolGauge('quicpool_pool_server_connects_total', 'Server connections opened (monotonic).', (p) => p.connectsTotal);
   poolGauge('quicpool_pool_wait_timeouts_total', 'Clients that got no server connection in time (monotonic).', (p) => p.waitTimeoutsTotal);
+  poolGauge('quicpool_pool_server_down', '1 while the pool\'s server logins fail for a reason that passes (restart, failover): its clients wait (upstream.outage_wait_ms).', (p) => (p.serverDown ? 1 : 0));
+  new Gauge({
+    name: 'quicpool_pool_server_host',
+    help: 'The server host each pool logs in to now (value 1; upstream.hosts, target_session_attrs).',
+    labelNames: [...poolLabels, 'host'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const p of pooler.stats().pools) this.set({ database: p.database, user: p.user, host: p.serverHost }, 1);
+    },
+  });
+  new Gauge({
+    name: 'quicpool_server_login_failures_total',
+    help: 'Failed server logins by reason: the SQLSTATE the server sent (57P03 starting up, 53300 too many connections, ...) or the error (ECONNREFUSED, ETIMEDOUT, NO_TARGET: no host of the wanted kind) (monotonic).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      for (const [reason, n] of Object.entries(pooler.view().serverLoginFailuresTotal)) this.set({ reason }, n);
+    },
+  });
 
   /** Client sessions counted by database, user and one more label (`third` null: not counted). */
   const clientGauge = (name: string, help: string, label: string, third: (c: ClientRow) => string | null): void => {

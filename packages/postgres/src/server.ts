@@ -8,6 +8,8 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findBinaries, resolveRunAs } from './binaries.js';
@@ -50,7 +52,14 @@ export interface PostgresInfo {
   readonly serverVersion: string;
 }
 
-const READY = 'database system is ready to accept connections';
+/** A primary says "ready to accept connections", a standby "ready to accept read-only connections". */
+const READY = /database system is ready to accept (read-only )?connections/;
+
+/**
+ * How Postgres stops (pg_ctl -m): 'fast' rolls back open transactions and ends every session with
+ * 57P01 (SIGINT); 'immediate' quits at once, with crash recovery at the next start (SIGQUIT).
+ */
+export type ShutdownMode = 'fast' | 'immediate';
 const RECENT_LOG_LINES = 200;
 /** A fast shutdown that takes longer than this is a SIGKILL. */
 const STOP_DEADLINE_MS = 10_000;
@@ -59,6 +68,7 @@ export const defaultHba = (): string => `# Written by @quicpool/postgres. Loopba
 local all all scram-sha-256
 host all all 127.0.0.1/32 scram-sha-256
 host all all ::1/128 scram-sha-256
+host replication all 127.0.0.1/32 scram-sha-256
 `;
 
 export class PostgresServer {
@@ -119,9 +129,64 @@ export class PostgresServer {
   }
 
   /** Stops and starts again on the same port with the same data. */
-  async restart(): Promise<void> {
-    await this.halt();
+  async restart(mode: ShutdownMode = 'fast'): Promise<void> {
+    await this.halt(mode);
     await this.launch();
+  }
+
+  /** Stops the server and keeps its data (`startAgain()` brings it back, on the same port). */
+  shutdown(mode: ShutdownMode = 'fast'): Promise<void> {
+    return this.halt(mode);
+  }
+
+  /** Starts a server stopped by `shutdown()` again; resolves once it accepts connections. */
+  startAgain(): Promise<void> {
+    return this.launch();
+  }
+
+  /**
+   * A streaming standby of this server on another port: this server stops cleanly for a moment,
+   * its data folder is copied (with standby.signal, and primary_conninfo naming this server), and
+   * both start. The pg_hba.conf of this server must accept replication from loopback (the default
+   * does). The standby's data is temporary: its stop() removes it.
+   */
+  async startStandby(): Promise<PostgresServer> {
+    await this.halt('fast');
+    const dataDir = await mkdtemp(join(tmpdir(), 'quicpool-pg-standby-'));
+    try {
+      await promisify(execFile)('cp', ['-a', `${this.dataDir}/.`, dataDir]);
+      await writeFile(join(dataDir, 'standby.signal'), '');
+      if (this.runAs !== null) await chown(dataDir, this.runAs.uid, this.runAs.gid);
+      if (this.runAs !== null) await chown(join(dataDir, 'standby.signal'), this.runAs.uid, this.runAs.gid);
+    } finally {
+      await this.launch();
+    }
+    const { host, port, user, password } = this.info;
+    const conninfo = `host=${host} port=${port} user=${user} password=${password} application_name=standby`;
+    const settings = { ...this.options.settings, primary_conninfo: conninfo };
+    for (let attempt = 1; ; attempt++) {
+      const standbyPort = await freePort(host);
+      const info: PostgresInfo = { ...this.info, port: standbyPort, socketDir: join(dataDir, 'sockets') };
+      const standby = new PostgresServer(info, dataDir, false, true, this.binaries, this.runAs, { ...this.options, settings });
+      try {
+        await standby.launch();
+        return standby;
+      } catch (err) {
+        if (attempt < 5 && /could not bind|Address already in use/i.test(String(err))) continue;
+        await rm(dataDir, { recursive: true, force: true });
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Promotes a standby with `pg_ctl promote` (it writes promote.signal and signals the postmaster);
+   * returns once the server has been told, not waiting for it: it is a primary
+   * (pg_is_in_recovery() = false) moments later.
+   */
+  async promote(): Promise<void> {
+    const runAs = this.runAs === null ? {} : { uid: this.runAs.uid, gid: this.runAs.gid };
+    await promisify(execFile)(join(this.binaries.binDir, 'pg_ctl'), ['promote', '--no-wait', '-D', this.dataDir], runAs);
   }
 
   /** Kills the postmaster without a clean shutdown (for fault tests); restart() brings it back. */
@@ -129,14 +194,14 @@ export class PostgresServer {
     this.process?.kill('SIGKILL');
   }
 
-  private async halt(): Promise<void> {
+  private async halt(mode: ShutdownMode = 'fast'): Promise<void> {
     const child = this.process;
     this.process = null;
     this.stopWatchdog?.();
     this.stopWatchdog = null;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGINT');
+    child.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
     const timer = setTimeout(() => child.kill('SIGKILL'), STOP_DEADLINE_MS);
     await exited;
     clearTimeout(timer);
@@ -175,7 +240,7 @@ export class PostgresServer {
           const line = pending.slice(0, nl);
           pending = pending.slice(nl + 1);
           this.log(line);
-          if (!ready && line.includes(READY)) {
+          if (!ready && READY.test(line)) {
             ready = true;
             resolveReady();
           }

@@ -4,7 +4,7 @@ export { startPostgres, PostgresServer } from './postgres-server.js';
 export type { PgConnectionInfo, StartPostgresOptions } from './postgres-server.js';
 export { freePort, resolveRunAs } from '@quicpool/postgres';
 export { findPgbench, findPsql, PGBENCH_MISSING } from './pgbench.js';
-export type { RunAs } from '@quicpool/postgres';
+export type { RunAs, ShutdownMode } from '@quicpool/postgres';
 export { startUdpFaultRelay } from './udp-fault-relay.js';
 export type { UdpFaultRelay } from './udp-fault-relay.js';
 export { seededRandom } from './seeded-random.js';

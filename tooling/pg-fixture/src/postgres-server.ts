@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { PostgresServer as RuntimeServer } from '@quicpool/postgres';
+import type { ShutdownMode } from '@quicpool/postgres';
 
 /** How to reach the cluster; what tests receive through vitest's `inject('pg')`. */
 export interface PgConnectionInfo {
@@ -57,6 +58,7 @@ host all ${MD5_USER} 127.0.0.1/32 md5
 host all ${MD5_USER} ::1/128 md5
 host all all 127.0.0.1/32 scram-sha-256
 host all all ::1/128 scram-sha-256
+host replication all 127.0.0.1/32 scram-sha-256
 `;
 
 /** A self-signed certificate for localhost and 127.0.0.1 (EC P-256, 30 days). */
@@ -122,9 +124,29 @@ export class PostgresServer {
     return this.server.stop();
   }
 
-  /** Stops and starts again on the same port with the same data (for fault tests). */
-  restart(): Promise<void> {
-    return this.server.restart();
+  /** Stops ('fast' by default, or 'immediate') and starts again on the same port with the same data (for fault tests). */
+  restart(mode?: ShutdownMode): Promise<void> {
+    return this.server.restart(mode);
+  }
+
+  /** Stops the server, keeping its data; `startAgain()` brings it back on the same port. */
+  shutdown(mode?: ShutdownMode): Promise<void> {
+    return this.server.shutdown(mode);
+  }
+
+  startAgain(): Promise<void> {
+    return this.server.startAgain();
+  }
+
+  /** A streaming standby of this cluster on another port (this server stops for a moment to be copied). */
+  async startStandby(): Promise<PostgresServer> {
+    const standby = await this.server.startStandby();
+    return new PostgresServer(standby, { ...this.info, port: standby.info.port, socketDir: standby.info.socketDir });
+  }
+
+  /** Promotes a standby; poll pg_is_in_recovery() for when it is done. */
+  promote(): Promise<void> {
+    return this.server.promote();
   }
 
   /** Kills the postmaster without a clean shutdown (for fault tests); `restart()` brings it back. */

@@ -30,6 +30,9 @@ export const SCHEMA = {
   upstream: {
     host: k('string', null, false, 'The real PostgreSQL server: a host name or IP, or a directory holding its unix socket ("/var/run/postgresql": `<dir>/.s.PGSQL.<port>`, as libpq). Unset: quicpool starts the embedded PostgreSQL.'),
     port: k('port', 5432, false, 'Port of the real PostgreSQL server (for a socket directory, the number in the socket\'s name).'),
+    hosts: k('string[]', [], false, 'Several servers instead of host and port, as libpq\'s host=a,b,c: "host", "host:port", "[v6addr]:port" or a socket directory; a host without a port uses upstream.port. Each login tries the host its pool used last, then the others in this order, for the first that target_session_attrs accepts (a failover is followed without DNS).'),
+    target_session_attrs: k('enum', 'read-write', true, 'Which server a pool uses (libpq\'s names and meanings): "read-write" (not a standby, default_transaction_read_only off), "primary" (not a standby), "any", "read-only", "standby", "prefer-standby" (a standby if one answers, else any). Known from the server\'s in_hot_standby/default_transaction_read_only (PostgreSQL 14+) or one query at login (older). A server that changes role (a promoted standby) is left by pools it no longer suits. Per database: [databases.NAME].', ['read-write', 'any', 'read-only', 'primary', 'standby', 'prefer-standby']),
+    outage_wait_ms: k('int', 60_000, true, 'While logins fail for a reason that passes (connection refused or reset, 57P03 starting up or shutting down, 53300 too many connections, no host of the wanted kind during a failover), clients that need a server connection wait up to this long (and at most pool.query_wait_timeout_ms) while the pool retries the login with backoff (10 ms doubling to 250 ms, with jitter); then they get the server\'s error. 0 = such errors reach clients at once. Wrong passwords, missing databases and login timeouts always do.'),
     connect_timeout_ms: k('int', 10_000, true, 'Server connect + login deadline (ms).'),
     tls: k('enum', 'disable', false, 'TLS to the server after SSLRequest (TCP only): "verify-full" (the certificate must chain to tls_ca_file, or the public roots, and carry the host name), "require" (encrypted, not verified: only against passive eavesdroppers), "disable". A server that refuses TLS is an error, never a silent fallback.', ['disable', 'require', 'verify-full']),
     tls_ca_file: k('string', null, false, 'CA certificates (PEM) the server\'s certificate must chain to. Unset: Node\'s bundled public roots.'),
@@ -127,6 +130,7 @@ export type UserKey = keyof typeof USER_KEYS;
 /** Keys of a [databases.NAME] table: that database's own value of the [pool] key of the same name. */
 export const DATABASE_KEYS = {
   session_state_policy: { type: 'enum', default: null, doc: 'This database\'s pool.session_state_policy (unset: pool.session_state_policy).', live: true, values: ['pin', 'reject', 'reset'] },
+  target_session_attrs: { type: 'enum', default: null, doc: 'This database\'s upstream.target_session_attrs (unset: upstream.target_session_attrs).', live: true, values: ['read-write', 'any', 'read-only', 'primary', 'standby', 'prefer-standby'] },
 } as const satisfies Record<string, KeySpec>;
 
 export type DatabaseKey = keyof typeof DATABASE_KEYS;

@@ -1,6 +1,6 @@
 // quicpool.toml (snake_case, grouped for operators) -> the engine's PoolerConfig, and the rows of
 // SHOW CONFIG (secrets hidden).
-import type { AuthMethod, ConfigRow, DatabaseConfig, PoolerConfig, PoolMode, PoolSettings, ServerTlsConfig, UserConfig } from '@quicpool/pooler';
+import type { AuthMethod, ConfigRow, DatabaseConfig, PoolerConfig, PoolMode, PoolSettings, ServerTlsConfig, TargetSessionAttrs, UserConfig } from '@quicpool/pooler';
 import type { TlsServerOptions } from '@quicpool/transport';
 import type { AppConfig, Key, UserSettings, Value } from './load.js';
 import { ALL_KEYS, specOf } from './load.js';
@@ -10,6 +10,8 @@ export interface Upstream {
   readonly host: string;
   readonly port: number;
   readonly tls?: ServerTlsConfig;
+  /** upstream.hosts: several servers (then host and port are the first's). */
+  readonly hosts?: readonly { readonly host: string; readonly port: number }[];
   /** Users the embedded default adds (its superuser). */
   readonly extraUsers?: ReadonlyMap<string, UserSettings>;
 }
@@ -35,6 +37,9 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
       port: upstream.port,
       connectTimeoutMs: c.get<number>('upstream.connect_timeout_ms'),
       ...(upstream.tls !== undefined ? { tls: upstream.tls } : {}),
+      ...(upstream.hosts !== undefined ? { hosts: upstream.hosts } : {}),
+      targetSessionAttrs: c.get<TargetSessionAttrs>('upstream.target_session_attrs'),
+      outageWaitMs: c.get<number>('upstream.outage_wait_ms'),
     },
     users,
     pool: {
@@ -53,7 +58,13 @@ export function toPoolerConfig(c: AppConfig, upstream: Upstream, tls: TlsServerO
       sessionStatePolicy: c.get<PoolSettings['sessionStatePolicy']>('pool.session_state_policy'),
     },
     databases: Object.fromEntries(
-      [...c.databases].map(([name, d]): [string, DatabaseConfig] => [name, d.session_state_policy === undefined ? {} : { sessionStatePolicy: d.session_state_policy as PoolSettings['sessionStatePolicy'] }]),
+      [...c.databases].map(([name, d]): [string, DatabaseConfig] => [
+        name,
+        {
+          ...(d.session_state_policy === undefined ? {} : { sessionStatePolicy: d.session_state_policy as PoolSettings['sessionStatePolicy'] }),
+          ...(d.target_session_attrs === undefined ? {} : { targetSessionAttrs: d.target_session_attrs as TargetSessionAttrs }),
+        },
+      ]),
     ),
     ...(c.get<string | null>('auth.auth_user') === null
       ? {}
@@ -133,6 +144,9 @@ const ENGINE_KEYS: Readonly<Record<string, string>> = {
   'server.connectTimeoutMs': 'upstream.connect_timeout_ms',
   'server.tls': 'upstream.tls',
   'server.tls.mode': 'upstream.tls',
+  'server.hosts': 'upstream.hosts',
+  'server.targetSessionAttrs': 'upstream.target_session_attrs',
+  'server.outageWaitMs': 'upstream.outage_wait_ms',
   maxClientConnections: 'limits.max_client_connections',
   maxClientsPerPool: 'limits.max_clients_per_pool',
   maxServerConnections: 'limits.max_server_connections',

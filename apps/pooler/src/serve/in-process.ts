@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { createMetrics, expositionOf, workerMetrics } from '../metrics.js';
 import { daemonAdminContext } from './admin.js';
 import { logClientEvent } from './client-log.js';
+import { logUpstreamEvent } from './upstream-log.js';
 import { quicRow } from './quic-row.js';
 import type { DaemonHooks, Serving, ServeOptions, WorkerLayout } from './serving.js';
 import { threadCpuMs } from './thread-cpu.js';
@@ -14,6 +15,7 @@ import { threadCpuMs } from './thread-cpu.js';
 export async function serveInProcess(o: ServeOptions, log: Logger, hooks: DaemonHooks, note: string | null): Promise<Serving> {
   const pooler = createPooler(o.pooler);
   pooler.events.client.add((e) => logClientEvent(log, e));
+  pooler.events.upstream.add((e) => logUpstreamEvent(log, e));
   let adminUsers = new Set(o.adminUsers);
   let quic: QuicListener | null = null;
   const quicRows = () => (quic === null ? [] : [quicRow(quic, 0)]);

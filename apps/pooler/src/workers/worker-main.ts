@@ -11,6 +11,7 @@ import { dupSocket } from '@quicpool/udp';
 import { createLogger } from '../logger.js';
 import { createMetrics } from '../metrics.js';
 import { logClientEvent } from '../serve/client-log.js';
+import { logUpstreamEvent } from '../serve/upstream-log.js';
 import { quicRow } from '../serve/quic-row.js';
 import { threadCpuMs } from '../serve/thread-cpu.js';
 import type { MainOps, MetricJson, WorkerData, WorkerOps } from './protocol.js';
@@ -86,6 +87,7 @@ const admin: AdminContext = {
 };
 
 pooler.events.client.add((e) => logClientEvent(log, e));
+pooler.events.upstream.add((e) => logUpstreamEvent(log, e));
 pooler.serveDatabase(data.adminDatabase, adminDatabase(createAdminCommands(admin), () => adminUsers));
 
 const tcp = await listenTcp({ fd: dupSocket(data.tcpFd) });

@@ -85,10 +85,10 @@ const us = (ms: number): number => Math.round(ms * 1000);
 const time = (epochMs: number): string => new Date(epochMs).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 
 export const SHOW_COLUMNS = {
-  pools: [['database', 'text'], ['user', 'text'], ['cl_active', 'int'], ['cl_waiting', 'int'], ['sv_active', 'int'], ['sv_idle', 'int'], ['sv_used', 'int'], ['sv_tested', 'int'], ['sv_login', 'int'], ['maxwait', 'int'], ['maxwait_us', 'int'], ['pool_mode', 'text']],
+  pools: [['database', 'text'], ['user', 'text'], ['cl_active', 'int'], ['cl_waiting', 'int'], ['sv_active', 'int'], ['sv_idle', 'int'], ['sv_used', 'int'], ['sv_tested', 'int'], ['sv_login', 'int'], ['maxwait', 'int'], ['maxwait_us', 'int'], ['pool_mode', 'text'], ['host', 'text'], ['server_down', 'int']],
   stats: [['database', 'text'], ['user', 'text'], ['total_xact_count', 'int'], ['total_query_count', 'int'], ['total_received', 'int'], ['total_sent', 'int'], ['total_xact_time', 'int'], ['total_query_time', 'int'], ['total_wait_time', 'int'], ['avg_xact_time', 'int'], ['avg_query_time', 'int'], ['avg_wait_time', 'int']],
   clients: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['tls', 'text'], ['transport', 'text'], ['pinned', 'text'], ['worker', 'int']],
-  servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int'], ['worker', 'int']],
+  servers: [['type', 'text'], ['user', 'text'], ['database', 'text'], ['state', 'text'], ['addr', 'text'], ['port', 'int'], ['local_addr', 'text'], ['local_port', 'int'], ['connect_time', 'text'], ['remote_pid', 'int'], ['worker', 'int'], ['host', 'text']],
   config: [['key', 'text'], ['value', 'text'], ['default', 'text'], ['changeable', 'text']],
   quic: [['listener', 'text'], ['worker', 'int'], ['connections', 'int'], ['streams', 'int'], ['handshakes', 'int'], ['datagrams_in', 'int'], ['datagrams_out', 'int'], ['datagrams_dropped', 'int'], ['bytes_in', 'int'], ['bytes_out', 'int'], ['early_data_sessions', 'int'], ['avg_rtt_ms', 'int'], ['max_rtt_ms', 'int'], ['packets_sent', 'int'], ['packets_lost', 'int'], ['handshakes_failed', 'int']],
   help: [['command', 'text'], ['description', 'text']],
@@ -128,7 +128,7 @@ function showPools(v: PoolerView): AdminResult {
       .map((p) => {
         const c = clients.get(`${p.database}\0${p.user}`) ?? { active: 0, waiting: 0 };
         const maxWaitUs = us(p.maxWaitMs);
-        return [p.database, p.user, c.active, c.waiting, p.active, p.idle, 0, p.resetting, p.connecting, Math.floor(maxWaitUs / 1e6), maxWaitUs % 1e6, p.poolMode];
+        return [p.database, p.user, c.active, c.waiting, p.active, p.idle, 0, p.resetting, p.connecting, Math.floor(maxWaitUs / 1e6), maxWaitUs % 1e6, p.poolMode, p.serverHost, p.serverDown ? 1 : 0];
       }),
   );
 }
@@ -164,7 +164,7 @@ function showClients(v: PoolerView): AdminResult {
 function showServers(v: PoolerView): AdminResult {
   const data = v.servers.map((f) => {
     const i = f.info;
-    return ['S', f.user, f.database, f.state === 'resetting' ? 'used' : f.state, i.remoteAddress, i.remotePort, i.localAddress, i.localPort, time(f.connectedAt), f.processId, f.worker];
+    return ['S', f.user, f.database, f.state === 'resetting' ? 'used' : f.state, i.remoteAddress, i.remotePort, i.localAddress, i.localPort, time(f.connectedAt), f.processId, f.worker, f.host];
   });
   return rows(SHOW_COLUMNS.servers, data);
 }

@@ -33,7 +33,7 @@ function attached(owner: BackendOwner): { backend: Backend; server: ReturnType<t
   const [ours, server] = createMemoryPair();
   const closed: string[] = [];
   const backend = new Backend(
-    { stream: ours, decoder: new BackendDecoder(), parameters: new Map(), processId: 1, secretKey: Buffer.alloc(4), input: null },
+    { server: { host: '127.0.0.1', port: 5432 }, role: undefined, stream: ours, decoder: new BackendDecoder(), parameters: new Map(), processId: 1, secretKey: Buffer.alloc(4), input: null },
     new ManualClock(),
     new WriteBatcher(),
     // As the pool does: a closed backend is 'closed' (its stream's own close event then changes nothing).

@@ -8,6 +8,9 @@ import type { Clock } from '../core/clock.js';
 import type { BackendConnection } from './connect.js';
 import type { EncodedError } from '../session/types.js';
 import type { SocketInput } from './socket-input.js';
+import type { ServerAddress } from './dial.js';
+import { ROLE_PARAMETERS, roleFromParameters } from '../upstream/server-role.js';
+import type { ServerRole } from '../upstream/server-role.js';
 
 export type BackendState =
   /** In the pool, free. */
@@ -43,6 +46,8 @@ let nextId = 1;
 
 export class Backend {
   readonly id = nextId++;
+  /** The server (one of upstream's hosts) this connection reached; also where its cancels go. */
+  readonly server: ServerAddress;
   /** The server connection (TCP, unix socket or TLS, from the transport). */
   readonly stream: SessionStream;
   readonly processId: number;
@@ -66,6 +71,10 @@ export class Backend {
   holder: Waiter | null = null;
   assignedAt = 0;
   waitMs = 0;
+  /** Its server no longer suits the pool (target_session_attrs): closed when it comes back. */
+  unsuitable = false;
+  /** The role an older server told at login (PostgreSQL 14+ reports it in `parameters`). */
+  private readonly loginRole: ServerRole | undefined;
   /** Maintenance closes it and reserved that in the daemon-wide count (see Pool.mayCloseIdle). */
   closeReserved = false;
   /** While resetting: ReadyForQuery messages still expected, and whether any query failed. */
@@ -87,12 +96,16 @@ export class Backend {
     private readonly events: {
       onResetDone(b: Backend): void;
       onClosed(b: Backend, reason: string): void;
+      /** The server reported a change of in_hot_standby or default_transaction_read_only. */
+      onRoleChanged?(b: Backend): void;
       /** The connection is closed (see close and closeWhenServerDone). */
       onGone?(b: Backend): void;
     },
   ) {
     const now = clock.now();
     this.stream = c.stream;
+    this.server = c.server;
+    this.loginRole = c.role;
     this.decoder = c.decoder;
     this.processId = c.processId;
     this.secretKey = c.secretKey;
@@ -118,6 +131,11 @@ export class Backend {
       this.lost('server closed the connection');
       this.events.onGone?.(this);
     });
+  }
+
+  /** Standby or read-only, as the server last said. */
+  get role(): ServerRole | undefined {
+    return roleFromParameters(this.parameters) ?? this.loginRole;
   }
 
   /** Forwarded client messages: collected and written once per event-loop turn. */
@@ -242,6 +260,7 @@ export class Backend {
       if (p.type === 'ParameterStatus' && this.parameters.get(p.name) !== p.value) {
         this.parameters.set(p.name, p.value);
         this.parametersVersion++;
+        if (ROLE_PARAMETERS.has(p.name)) this.events.onRoleChanged?.(this);
       }
     }
     switch (this.state) {

@@ -13,25 +13,31 @@ import type { ReadInto } from '@quicpool/transport';
 import { BackendLoginError, ServerLogin } from './login.js';
 import type { LoginAction } from './login.js';
 import { SocketInput } from './socket-input.js';
+import type { ServerRole } from '../upstream/server-role.js';
 
 export { BackendLoginError } from './login.js';
 
 export interface BackendLogin {
-  readonly server: ServerAddress;
   readonly database: string;
   readonly user: string;
   readonly password: string | undefined;
   /** Without a password: SCRAM keys a client's proof revealed (auth_query and scram_secret-only users). */
   readonly scramKeys?: ScramKeys | undefined;
   readonly connectTimeoutMs: number;
+  /** The pool needs the server's role (target_session_attrs): asked of servers older than 14. */
+  readonly needsRole?: boolean;
 }
 
 export interface BackendConnection {
+  /** The server this connection reached (one of upstream's hosts). */
+  readonly server: ServerAddress;
   readonly stream: SessionStream;
   readonly decoder: BackendDecoder;
   readonly parameters: Map<string, string>;
   readonly processId: number;
   readonly secretKey: Buffer;
+  /** Standby or read-only: reported by PostgreSQL 14+, asked of older servers when needsRole. */
+  readonly role: ServerRole | undefined;
   /**
    * The stream's bytes when it reads into a reused buffer (TCP, unix socket: it emits no 'data'):
    * the login fed them to `decoder` until the Backend takes the input over with setConsumer.
@@ -43,7 +49,7 @@ export interface BackendConnection {
 /** How the connection is opened: the server's address by default; a virtual database opens its own. */
 export type OpenServer = (o: { connectTimeoutMs: number; readInto: ReadInto }) => Promise<DialedServer>;
 
-export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServer = (o) => dialServer(login.server, o)): Promise<BackendConnection> {
+export function connectBackend(login: BackendLogin, server: ServerAddress, clock: Clock, open: OpenServer = (o) => dialServer(server, o)): Promise<BackendConnection> {
   return new Promise<BackendConnection>((resolve, reject) => {
     const machine = new ServerLogin(login);
     const decoder = new BackendDecoder();
@@ -60,10 +66,10 @@ export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServ
       settled = true;
       clock.clearTimer(timer);
       stream?.destroy();
-      reject(e instanceof BackendLoginError ? e : new BackendLoginError(`server login failed: ${e instanceof Error ? e.message : String(e)}`, undefined));
+      reject(e instanceof BackendLoginError ? e : new BackendLoginError(`server login failed: ${e instanceof Error ? e.message : String(e)}`, undefined, errnoOf(e)));
     };
-    const timer = clock.setTimer(() => fail(new BackendLoginError(`server login timed out after ${login.connectTimeoutMs} ms`, undefined)), login.connectTimeoutMs);
-    const onClose = (): void => fail(new BackendLoginError(`${describeServer(login.server)} closed the connection during login`, undefined));
+    const timer = clock.setTimer(() => fail(new BackendLoginError(`server login timed out after ${login.connectTimeoutMs} ms`, undefined, 'ETIMEDOUT')), login.connectTimeoutMs);
+    const onClose = (): void => fail(new BackendLoginError(`${describeServer(server)} closed the connection during login`, undefined, 'ECONNRESET'));
 
     const perform = (actions: readonly LoginAction[]): void => {
       for (const a of actions) {
@@ -92,7 +98,7 @@ export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServ
             stream.off('data', onData);
             if (!readsInto) stream.pause(); // the Backend resumes it once it listens
             // Bytes that arrive before the Backend takes the input over wait in the decoder.
-            resolve({ stream, decoder, input: readsInto ? input : null, ...a.result });
+            resolve({ server, stream, decoder, input: readsInto ? input : null, ...a.result });
             return;
           }
           case 'failed':
@@ -139,4 +145,10 @@ export function connectBackend(login: BackendLogin, clock: Clock, open: OpenServ
       perform(machine.start());
     }, fail);
   });
+}
+
+/** The errno-style code of a dial or socket error ('ECONNREFUSED', ...), if it has one. */
+function errnoOf(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
 }

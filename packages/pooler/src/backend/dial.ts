@@ -37,6 +37,11 @@ export function unixSocketPath(address: ServerAddress): string | null {
   return address.host.startsWith('/') ? `${address.host.replace(/\/+$/, '')}/.s.PGSQL.${address.port}` : null;
 }
 
+/** The same server (host and port; TLS settings aside). */
+export function sameServer(a: ServerAddress, b: ServerAddress): boolean {
+  return a.host === b.host && a.port === b.port;
+}
+
 /** "host:port" or the socket path, for messages. */
 export function describeServer(address: ServerAddress): string {
   return unixSocketPath(address) ?? `${address.host}:${address.port}`;

@@ -37,6 +37,32 @@ describe('ServerLogin', () => {
     expect(login.start()).toEqual([]);
   });
 
+  it('knows the role a PostgreSQL 14+ server reports; asks an older one when the pool needs it', () => {
+    const reported = new ServerLogin({ ...LOGIN, needsRole: true });
+    reported.start();
+    const ready = feed(reported, [OK, { type: 'ParameterStatus', name: 'in_hot_standby', value: 'on' }, { type: 'ParameterStatus', name: 'default_transaction_read_only', value: 'off' }, KEY, READY]);
+    expect(ready.find((a) => a.type === 'ready')).toMatchObject({ result: { role: { standby: true, readOnly: true } } });
+
+    const old = new ServerLogin({ ...LOGIN, needsRole: true });
+    old.start();
+    const asked = feed(old, [OK, { type: 'ParameterStatus', name: 'server_version', value: '13.4' }, KEY, READY]);
+    expect(sent(asked).map((b) => decodeFrontendMessage(b))).toEqual([
+      { type: 'Query', query: "SELECT pg_catalog.pg_is_in_recovery()::pg_catalog.text, pg_catalog.current_setting('transaction_read_only')" },
+    ]);
+    const answered = feed(old, [
+      { type: 'RowDescription', fields: [] },
+      { type: 'DataRow', values: [Buffer.from('false'), Buffer.from('on')] },
+      { type: 'CommandComplete', tag: 'SELECT 1' },
+      READY,
+    ]);
+    expect(answered.find((a) => a.type === 'ready')).toMatchObject({ result: { role: { standby: false, readOnly: true } } });
+
+    // A pool that takes any server asks nothing.
+    const any = new ServerLogin(LOGIN);
+    any.start();
+    expect(feed(any, [OK, KEY, READY]).map((a) => a.type)).toEqual(['ready']);
+  });
+
   it('trust: keeps ParameterStatus and BackendKeyData and is ready at ReadyForQuery', () => {
     const login = new ServerLogin(LOGIN);
     login.start();

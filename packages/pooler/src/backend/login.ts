@@ -1,20 +1,29 @@
 // Logging in to the real PostgreSQL server as a state machine without I/O: StartupMessage, then
 // whatever authentication the server asks for (SCRAM-SHA-256, md5, cleartext password, trust),
-// ParameterStatus and BackendKeyData until the first ReadyForQuery. Messages in, actions out; the
-// slow step of SCRAM (PBKDF2) is an action the driver performs and answers with 'derived'.
+// ParameterStatus and BackendKeyData until the first ReadyForQuery, then, for a pool that cares
+// which kind of server it reached and a server older than 14 (which does not report it), one
+// query for that. Messages in, actions out; the slow step of SCRAM (PBKDF2) is an action the
+// driver performs and answers with 'derived'.
 import { encodeFrontend, encodeStartupPacket, errorResponse, PROTOCOL_3_0, SQLSTATE } from '@quicpool/wire';
 import type { BackendMessage, NoticeFields } from '@quicpool/wire';
 import { md5Response, md5Secret } from '../auth/md5.js';
 import { SCRAM_SHA_256, ScramClient } from '../auth/scram.js';
 import type { ScramDerivation, ScramKeys } from '../auth/scram.js';
 import type { EncodedError } from '../session/types.js';
+import { roleFromParameters } from '../upstream/server-role.js';
+import type { ServerRole } from '../upstream/server-role.js';
 
-/** Login failed: `fields` are the server's ErrorResponse fields when it sent one. */
+/**
+ * Login failed: `fields` are the server's ErrorResponse fields when it sent one; `code` says why
+ * when it did not (the transport's errno, 'ETIMEDOUT' for the login deadline, 'NO_TARGET' when
+ * no host qualified for target_session_attrs).
+ */
 export class BackendLoginError extends Error {
   override readonly name = 'BackendLoginError';
   constructor(
     message: string,
     readonly fields: NoticeFields | undefined,
+    readonly code?: string,
   ) {
     super(message);
   }
@@ -43,6 +52,8 @@ export interface LoginResult {
   readonly parameters: Map<string, string>;
   readonly processId: number;
   readonly secretKey: Buffer;
+  /** What the server is (standby, read-only); undefined when nobody asked and it did not report. */
+  readonly role: ServerRole | undefined;
 }
 
 export type LoginEvent =
@@ -57,7 +68,10 @@ export type LoginAction =
   | { readonly type: 'ready'; readonly result: LoginResult }
   | { readonly type: 'failed'; readonly error: BackendLoginError };
 
-type Phase = 'new' | 'authenticating' | 'deriving' | 'started' | 'done';
+type Phase = 'new' | 'authenticating' | 'deriving' | 'started' | 'checking' | 'done';
+
+/** Asked of a server older than 14 when the pool needs its role (libpq asks the same). */
+const ROLE_QUERY = "SELECT pg_catalog.pg_is_in_recovery()::pg_catalog.text, pg_catalog.current_setting('transaction_read_only')";
 
 export class ServerLogin {
   private phase: Phase = 'new';
@@ -65,6 +79,7 @@ export class ServerLogin {
   private readonly parameters = new Map<string, string>();
   private processId = 0;
   private secretKey = Buffer.alloc(0);
+  private role: ServerRole | undefined;
 
   constructor(
     private readonly login: {
@@ -73,6 +88,8 @@ export class ServerLogin {
       readonly password: string | undefined;
       /** Without a password: SCRAM keys a client's proof revealed (auth_query users). */
       readonly scramKeys?: ScramKeys | undefined;
+      /** The pool needs to know the server's role (target_session_attrs other than 'any'). */
+      readonly needsRole?: boolean;
     },
   ) {}
 
@@ -101,6 +118,7 @@ export class ServerLogin {
     if (this.phase === 'deriving' && m.type !== 'ErrorResponse' && m.type !== 'NoticeResponse') {
       throw new BackendLoginError(`unexpected ${m.type} while answering SCRAM`, undefined);
     }
+    if (this.phase === 'checking') return this.onRoleAnswer(m);
     switch (m.type) {
       case 'AuthenticationOk':
         this.phase = 'started';
@@ -142,11 +160,40 @@ export class ServerLogin {
         throw new BackendLoginError(`server refused login: ${m.fields['M'] ?? 'unknown error'}`, m.fields);
       case 'ReadyForQuery':
         if (this.phase !== 'started') throw new BackendLoginError('ReadyForQuery before AuthenticationOk', undefined);
-        this.phase = 'done';
-        return [{ type: 'ready', result: { parameters: this.parameters, processId: this.processId, secretKey: this.secretKey } }];
+        this.role = roleFromParameters(this.parameters);
+        if (this.role === undefined && this.login.needsRole === true) {
+          this.phase = 'checking';
+          return [{ type: 'send', bytes: encodeFrontend({ type: 'Query', query: ROLE_QUERY }) }];
+        }
+        return this.ready();
       default:
         throw new BackendLoginError(`unexpected ${m.type} during server login`, undefined);
     }
+  }
+
+  /** The answer to ROLE_QUERY: one row (in recovery, transaction_read_only), then ReadyForQuery. */
+  private onRoleAnswer(m: BackendMessage): LoginAction[] {
+    switch (m.type) {
+      case 'DataRow': {
+        const [standby, readOnly] = m.values.map((v) => v?.toString('utf8'));
+        this.role = { standby: standby === 'true', readOnly: standby === 'true' || readOnly === 'on' };
+        return [];
+      }
+      case 'ReadyForQuery':
+        if (this.role === undefined) throw new BackendLoginError('the server did not say whether it is a standby', undefined);
+        return this.ready();
+      case 'ErrorResponse':
+        throw new BackendLoginError(`server refused the role query: ${m.fields['M'] ?? 'unknown error'}`, m.fields);
+      default:
+        // RowDescription, CommandComplete, notices, ParameterStatus.
+        if (m.type === 'ParameterStatus') this.parameters.set(m.name, m.value);
+        return [];
+    }
+  }
+
+  private ready(): LoginAction[] {
+    this.phase = 'done';
+    return [{ type: 'ready', result: { parameters: this.parameters, processId: this.processId, secretKey: this.secretKey, role: this.role } }];
   }
 
   private onDerived(salted: Buffer): LoginAction[] {

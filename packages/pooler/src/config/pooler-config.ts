@@ -9,6 +9,8 @@ import { parseScramSecret, scramSecretFromPassword } from '../auth/scram.js';
 import type { ScramSecret } from '../auth/scram.js';
 import type { PoolSettings } from './pool-settings.js';
 import { resolvePoolSettings, SettingError } from './pool-settings.js';
+import { TARGET_SESSION_ATTRS } from '../upstream/server-role.js';
+import type { TargetSessionAttrs } from '../upstream/server-role.js';
 
 /**
  * How a client proves who it is (names as in pg_hba.conf). 'cert': the session's connection
@@ -83,6 +85,34 @@ export interface AuthQuerySettings {
 export interface DatabaseConfig {
   /** Transaction pooling: what a statement that leaves session state does in this database. */
   readonly sessionStatePolicy?: PoolSettings['sessionStatePolicy'];
+  /** Which kind of server this database's pools use (default server.targetSessionAttrs). */
+  readonly targetSessionAttrs?: TargetSessionAttrs;
+}
+
+/** The real PostgreSQL server(s). */
+export interface ServerConfig {
+  /**
+   * A host name or IP, or a directory holding the server's unix socket (`<host>/.s.PGSQL.<port>`,
+   * as libpq); `tls` asks for TLS after SSLRequest (TCP only).
+   */
+  readonly host: string;
+  readonly port: number;
+  readonly connectTimeoutMs?: number;
+  readonly tls?: ServerTlsConfig;
+  /**
+   * Several servers (libpq's `host=a,b,c`): tried in this order for the first that matches
+   * targetSessionAttrs; `host` and `port` are then ignored. A host without a port uses `port`.
+   */
+  readonly hosts?: readonly { readonly host: string; readonly port?: number }[];
+  /** Which server a pool uses (libpq's target_session_attrs). Default 'read-write'. */
+  readonly targetSessionAttrs?: TargetSessionAttrs;
+  /**
+   * Longest a client waits for a server connection while logins fail for a reason that passes
+   * (connection refused or reset, 57P03, 53300, no host of the wanted kind yet): then it gets the
+   * server's error. Also bounded by pool.queryWaitTimeoutMs. 0: such errors reach clients at once.
+   * Default 60 000.
+   */
+  readonly outageWaitMs?: number;
 }
 
 export interface PoolerConfig {
@@ -90,7 +120,7 @@ export interface PoolerConfig {
    * The real PostgreSQL server: a host name or IP, or a directory holding its unix socket
    * (`<host>/.s.PGSQL.<port>`, as libpq); `tls` asks for TLS after SSLRequest (TCP only).
    */
-  readonly server: { readonly host: string; readonly port: number; readonly connectTimeoutMs?: number; readonly tls?: ServerTlsConfig };
+  readonly server: ServerConfig;
   readonly users: Readonly<Record<string, UserConfig>>;
   readonly pool?: Partial<PoolSettings>;
   /** Per-database overrides, by database name. */
@@ -157,7 +187,14 @@ export interface ResolvedUser {
 }
 
 export interface ResolvedPoolerConfig {
-  readonly server: ServerAddress & { readonly connectTimeoutMs: number };
+  /** The first host (host, port, tls), the list, and how pools choose among them. */
+  readonly server: ServerAddress & {
+    readonly connectTimeoutMs: number;
+    /** Never empty; the first is `host`/`port`. */
+    readonly hosts: readonly ServerAddress[];
+    readonly targetSessionAttrs: TargetSessionAttrs;
+    readonly outageWaitMs: number;
+  };
   readonly users: ReadonlyMap<string, ResolvedUser>;
   readonly pool: PoolSettings;
   readonly databases: ReadonlyMap<string, Required<DatabaseConfig>>;
@@ -243,6 +280,12 @@ function earlyDataPolicy(v: EarlyDataPolicy): EarlyDataPolicy {
   return v;
 }
 
+function targetSessionAttrs(key: string, v: TargetSessionAttrs | undefined): TargetSessionAttrs {
+  if (v === undefined) return 'read-write';
+  if (!TARGET_SESSION_ATTRS.includes(v)) throw new ConfigError(`${key}: must be one of ${TARGET_SESSION_ATTRS.join(', ')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 function count(key: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) throw new ConfigError(`${key}: must be a whole number >= ${min}, got ${value}`);
   return value;
@@ -261,7 +304,10 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
   const databases = new Map<string, Required<DatabaseConfig>>();
   for (const [name, d] of Object.entries(c.databases ?? {})) {
     try {
-      databases.set(name, { sessionStatePolicy: resolvePoolSettings({ sessionStatePolicy: d.sessionStatePolicy ?? pool.sessionStatePolicy }).sessionStatePolicy });
+      databases.set(name, {
+        sessionStatePolicy: resolvePoolSettings({ sessionStatePolicy: d.sessionStatePolicy ?? pool.sessionStatePolicy }).sessionStatePolicy,
+        targetSessionAttrs: targetSessionAttrs(`databases.${name}.targetSessionAttrs`, d.targetSessionAttrs ?? targetSessionAttrs('server.targetSessionAttrs', c.server.targetSessionAttrs)),
+      });
     } catch (e) {
       if (e instanceof SettingError) throw new ConfigError(`databases.${name}.${e.message}`);
       throw e;
@@ -283,12 +329,22 @@ export function resolvePoolerConfig(c: PoolerConfig): ResolvedPoolerConfig {
       timeoutMs: connectTimeoutMs,
     };
   }
+  const port = count('server.port', c.server.port, 1);
+  const listed = c.server.hosts ?? [{ host: c.server.host, port }];
+  if (listed.length === 0) throw new ConfigError('server.hosts: empty (list at least one server, or leave it out and set host)');
+  const hosts = listed.map((h, i): ServerAddress => {
+    if (h.host === '') throw new ConfigError(`server.hosts[${i}]: no host`);
+    const tls = c.server.tls === undefined ? undefined : resolveServerTls(h.host, c.server.tls);
+    return { host: h.host, port: count(`server.hosts[${i}].port`, h.port ?? port, 1), ...(tls !== undefined ? { tls } : {}) };
+  });
+  const first = hosts[0]!;
   return {
     server: {
-      host: c.server.host,
-      port: count('server.port', c.server.port, 1),
+      ...first,
       connectTimeoutMs,
-      ...(c.server.tls !== undefined ? { tls: resolveServerTls(c.server.host, c.server.tls) } : {}),
+      hosts,
+      targetSessionAttrs: targetSessionAttrs('server.targetSessionAttrs', c.server.targetSessionAttrs),
+      outageWaitMs: count('server.outageWaitMs', c.server.outageWaitMs ?? 60_000, 0),
     },
     users,
     pool,

@@ -9,11 +9,13 @@ import { AuthQuery } from '../auth/auth-query.js';
 import type { ScramKeys } from '../auth/scram.js';
 import { connectBackend } from '../backend/connect.js';
 import type { BackendConnection, BackendLogin } from '../backend/connect.js';
+import { describeServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
 import { CancelRegistry, forwardCancel } from '../cancel/cancel-registry.js';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { Pool } from '../pool/pool.js';
-import type { PoolDependencies } from '../pool/pool.js';
+import type { PoolDependencies, PoolUpstreamEvent } from '../pool/pool.js';
+import { HostChoice } from '../upstream/host-choice.js';
 import type { CancelKey, Refusal, SessionContext } from '../session/types.js';
 import { CycleClock } from './clock.js';
 import type { Clock } from './clock.js';
@@ -56,7 +58,9 @@ export class PoolerCore {
   readonly clock: CycleClock;
   readonly batcher: WriteBatcher;
   /** Replaced by the first core's when several share a thread (see createPooler). */
-  events: PoolerEvents = { client: new Set(), transaction: new Set() };
+  events: PoolerEvents = { client: new Set(), transaction: new Set(), upstream: new Set() };
+  /** Failed server logins by reason (a SQLSTATE or an errno), for SHOW STATS and the metrics. */
+  private readonly serverLoginFailures = new Map<string, number>();
   private readonly clients = new Set<ClientHandle>();
   private readonly cancelKeys: CancelRegistry<ClientHandle>;
   /** This worker's index (0 for the only one). */
@@ -276,9 +280,9 @@ export class PoolerCore {
     const vdb = this.virtualDatabases.get(database);
     const connect =
       vdb === undefined
-        ? (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock)
+        ? undefined
         : (l: BackendLogin): Promise<BackendConnection> =>
-            connectBackend(l, this.clock, () => {
+            connectBackend(l, this.config.server, this.clock, () => {
               const [client, server] = createMemoryPair();
               vdb.serve(server);
               return Promise.resolve({ stream: client, readsInto: false });
@@ -292,12 +296,15 @@ export class PoolerCore {
     return pool;
   }
 
-  /** A pool of real server connections for (database, user), its settings the config's with `own` over them. */
+  /**
+   * A pool for (database, user), its settings the config's with `own` over them: of real server
+   * connections to the first of upstream's hosts that suits it, unless `connect` serves it otherwise.
+   */
   private newPool(
     database: string,
     user: string,
     own: Partial<ResolvedPoolerConfig['pool']>,
-    connect = (l: BackendLogin): Promise<BackendConnection> => connectBackend(l, this.clock),
+    connect?: (l: BackendLogin) => Promise<BackendConnection>,
     budget?: PoolDependencies['budget'],
   ): Pool {
     const cfg = (): ResolvedPoolerConfig => this.current;
@@ -308,9 +315,6 @@ export class PoolerCore {
     const login: BackendLogin = {
       database,
       user,
-      get server(): ServerAddress {
-        return cfg().server;
-      },
       get password() {
         return virtual ? undefined : cfg().users.get(user)?.serverPassword;
       },
@@ -320,14 +324,46 @@ export class PoolerCore {
       get connectTimeoutMs() {
         return cfg().server.connectTimeoutMs;
       },
+      get needsRole() {
+        return hosts !== undefined && hosts.attrs() !== 'any';
+      },
     };
-    return new Pool(database, user, { ...cfg().pool, ...own }, login, {
+    const hosts =
+      connect === undefined
+        ? new HostChoice(
+            () => cfg().server.hosts,
+            () => cfg().databases.get(database)?.targetSessionAttrs ?? cfg().server.targetSessionAttrs,
+            (server) => connectBackend(login, server, this.clock),
+            (from, to) => this.upstreamEvent(pool, { type: 'hostChanged', from: describeServer(from), to: describeServer(to), why: 'the host before it did not answer or is of the wrong kind' }),
+          )
+        : undefined;
+    const pool: Pool = new Pool(database, user, { ...cfg().pool, ...own }, login, {
       clock: this.clock,
-      connect,
+      connect: connect ?? (() => hosts!.connect()),
       batcher: this.batcher,
       served: (p, t) => this.served(p, t.waiter, t.waitMs, t.xactMs),
       ...(budget !== undefined ? { budget } : {}),
+      ...(hosts !== undefined
+        ? {
+            hosts,
+            outageWaitMs: () => cfg().server.outageWaitMs,
+            upstream: (p: Pool, e: PoolUpstreamEvent) => this.upstreamEvent(p, e),
+            serverRoleChanged: (server: ServerAddress) => {
+              for (const p of this.pools.values()) p.dropIdleOf(server);
+              this.lookupPool?.dropIdleOf(server);
+            },
+          }
+        : {}),
     });
+    return pool;
+  }
+
+  /** A pool's news about its server: counted, and told to whoever listens (the daemon logs it). */
+  private upstreamEvent(pool: Pool, e: PoolUpstreamEvent): void {
+    if (e.type === 'loginFailed') this.serverLoginFailures.set(e.reason, (this.serverLoginFailures.get(e.reason) ?? 0) + 1);
+    if (this.events.upstream.size === 0) return;
+    const event = { ...e, database: pool.database, user: pool.user };
+    for (const l of this.events.upstream) l(event);
   }
 
   private served(pool: Pool, waiter: unknown, waitMs: number, xactMs: number): void {
@@ -412,7 +448,7 @@ export class PoolerCore {
     const target = this.cancelKeys.lookup(processId, secretKey)?.runningRequest() ?? null;
     if (target === null) return;
     this.cancelsForwardedTotal++;
-    const p = forwardCancel(this.config.server, target, this.config.server.connectTimeoutMs, this.clock);
+    const p = forwardCancel(target.server ?? this.config.server, target, this.config.server.connectTimeoutMs, this.clock);
     this.pendingCancels.add(p);
     void p.then(() => this.pendingCancels.delete(p));
   }
@@ -489,6 +525,7 @@ export class PoolerCore {
       cancelRequestsTotal: this.cancelRequestsTotal,
       cancelsForwardedTotal: this.cancelsForwardedTotal,
       earlyDataSessionsTotal: this.earlyDataSessionsTotal,
+      serverLoginFailuresTotal: Object.fromEntries(this.serverLoginFailures),
     };
   }
 }

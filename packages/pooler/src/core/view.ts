@@ -4,7 +4,7 @@
 import type { SessionInfo, TransportKind } from '@quicpool/transport';
 import type { SqlState } from '@quicpool/wire';
 import type { PoolMode } from '../config/pool-settings.js';
-import type { PoolStats } from '../pool/pool.js';
+import type { PoolStats, PoolUpstreamEvent } from '../pool/pool.js';
 import type { LoginStage } from '../session/types.js';
 
 /** Where a client session is (SHOW CLIENTS `state`). */
@@ -48,6 +48,8 @@ export interface ServerRow {
   readonly connectedAt: number;
   /** The server's backend process id (BackendKeyData). */
   readonly processId: number;
+  /** The server host it is connected to ("host:port" or a socket path). */
+  readonly host: string;
   /** The worker that holds it (0 for the only one). */
   readonly worker: number;
 }
@@ -73,6 +75,8 @@ export interface PoolerView {
   readonly cancelsForwardedTotal: number;
   /** QUIC sessions whose first bytes arrived as 0-RTT early data. */
   readonly earlyDataSessionsTotal: number;
+  /** Failed server logins by reason: a SQLSTATE the server sent, or an errno ('ECONNREFUSED', 'ETIMEDOUT', 'NO_TARGET'). */
+  readonly serverLoginFailuresTotal: Readonly<Record<string, number>>;
 }
 
 
@@ -117,7 +121,11 @@ export interface TransactionEvent {
 }
 
 /** Listeners of a running pooler (each set may be added to and removed from at any time). */
+/** A pool's news about its server: login failures, an outage's start and end, a move to another host. */
+export type UpstreamEvent = PoolUpstreamEvent & { readonly database: string; readonly user: string };
+
 export interface PoolerEvents {
   readonly client: Set<(e: ClientEvent) => void>;
   readonly transaction: Set<(e: TransactionEvent) => void>;
+  readonly upstream: Set<(e: UpstreamEvent) => void>;
 }

@@ -28,7 +28,7 @@ describe('Pool invariants', () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.constantFrom(0, 30_000), fc.array(cmd, { maxLength: 40 }), async (poolSize, serverCheckDelayMs, cmds) => {
         const settings = resolvePoolSettings({ poolSize, queryWaitTimeoutMs: 0, poolMode: 'transaction', serverCheckDelayMs });
-        const pool = new Pool('db', 'u', settings, { server: { host: '', port: 1 }, database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 }, fakeDeps(new ManualClock()));
+        const pool = new Pool('db', 'u', settings, { database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 }, fakeDeps(new ManualClock()));
         const holders = new Map<Backend, Waiter>();
         const waiting: Waiter[] = [];
         const held: Backend[] = [];

@@ -9,7 +9,7 @@ import type { EncodedError } from '../session/types.js';
 import { fakeDeps, FakeSocket, tick } from '../../test/support/fake-backend.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
 
-const LOGIN = { server: { host: '', port: 1 }, database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 };
+const LOGIN = { database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 };
 
 function pool(settings: Partial<PoolSettings>, clock = new ManualClock()): Pool {
   return new Pool('db', 'u', resolvePoolSettings({ serverCheckDelayMs: 1_000_000, ...settings }), LOGIN, fakeDeps(clock));

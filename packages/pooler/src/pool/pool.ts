@@ -3,6 +3,8 @@
 // wait in a FIFO queue with a deadline (queryWaitTimeoutMs). PAUSE is a state of the pool (as in
 // PgBouncer): waiters queue, nothing is handed out until resume(). The pool measures what it
 // serves (wait and transaction times, with the pooler's clock) and keeps every count of its own.
+// While the server cannot be reached for a reason that passes (a restart, a failover), clients
+// wait here as for a full pool, and one login at a time retries with backoff (upstream/outage.ts).
 import { encodeFrontend, SQLSTATE } from '@quicpool/wire';
 import type { PoolSettings } from '../config/pool-settings.js';
 import { Backend } from '../backend/backend.js';
@@ -17,6 +19,11 @@ import { PreparedRegistry } from '../prepared/registry.js';
 import type { ReleaseFacts } from '../session/types.js';
 import type { ServerRow } from '../core/view.js';
 import type { BudgetedPool, ServerBudget } from '../workers/budgets.js';
+import type { ServerAddress } from '../backend/dial.js';
+import { describeServer, sameServer } from '../backend/dial.js';
+import { loginFailurePasses, loginFailureReason } from '../upstream/login-failure.js';
+import { Outage } from '../upstream/outage.js';
+import type { HostChoice } from '../upstream/host-choice.js';
 
 export type { Waiter } from '../backend/backend.js';
 
@@ -45,7 +52,22 @@ export interface PoolStats {
   /** Bytes received from and sent to this pool's clients. */
   readonly receivedBytesTotal: number;
   readonly sentBytesTotal: number;
+  /** The server host the pool logs in to ("host:port" or a socket path; '' for a virtual database). */
+  readonly serverHost: string;
+  /** Logins fail for a reason that passes (restart, failover): clients wait (see upstream/outage.ts). */
+  readonly serverDown: boolean;
 }
+
+/** What the pool tells about its server (the core adds the pool's database and user). */
+export type PoolUpstreamEvent =
+  /** A login failed; `passes`: for a reason that passes (clients wait). */
+  | { readonly type: 'loginFailed'; readonly server: string; readonly reason: string; readonly message: string; readonly passes: boolean }
+  /** The first failed login of an outage. */
+  | { readonly type: 'serverDown'; readonly server: string; readonly reason: string; readonly message: string }
+  /** Logins succeed again after an outage of `outageMs`. */
+  | { readonly type: 'serverUp'; readonly server: string; readonly outageMs: number }
+  /** The pool logs in to another host now (target_session_attrs, failover). */
+  | { readonly type: 'hostChanged'; readonly from: string; readonly to: string; readonly why: string };
 
 /** One backend handed to a client and given back: what it cost. */
 export interface TransactionServed {
@@ -68,6 +90,15 @@ export interface PoolDependencies {
    * absent: the pool alone counts its connections against poolSize.
    */
   readonly budget?: (pool: BudgetedPool) => ServerBudget;
+  /** The hosts the pool may log in to (absent for a virtual database): the one in use, and whether a server still suits. */
+  readonly hosts?: HostChoice;
+  /** Longest a client waits for a server that is down (ms; 0: fail at once). Read at each use (RELOAD). */
+  readonly outageWaitMs?: () => number;
+  readonly upstream?: (pool: Pool, e: PoolUpstreamEvent) => void;
+  /** A server connection of this pool reported a new role for `server`: every pool drops its idle ones there. */
+  readonly serverRoleChanged?: (server: ServerAddress) => void;
+  /** Jitter of the login retries (tests pass a fixed one). */
+  readonly random?: () => number;
 }
 
 export class Pool implements BudgetedPool {
@@ -91,6 +122,11 @@ export class Pool implements BudgetedPool {
   private parameterWaiters: { resolve(p: ReadonlyMap<string, string>): void; reject(e: unknown): void }[] = [];
   private readonly budget: ServerBudget | undefined;
   private readonly stopMaintenance: () => void;
+  private readonly outage: Outage;
+  /** The next login of an outage (one at a time, after a backoff). */
+  private retryTimer: Timer | null = null;
+  /** Idle backends last used before this (clock ms) may have died with the server: checked before reuse. */
+  private suspectBefore = -Infinity;
   private closed = false;
   private paused = false;
   private xactCountTotal = 0;
@@ -116,6 +152,7 @@ export class Pool implements BudgetedPool {
   ) {
     this.prepared = new PreparedRegistry(settings.preparedStatementCacheSize);
     this.budget = deps.budget?.(this);
+    this.outage = new Outage(deps.random);
     this.stopMaintenance = every(deps.clock, 1000, () => this.maintain());
     this.maintain();
   }
@@ -129,7 +166,7 @@ export class Pool implements BudgetedPool {
   /** Every server connection of the pool, for SHOW SERVERS (the core adds its worker). */
   serverRows(): Omit<ServerRow, 'worker'>[] {
     const row = (b: Backend, state: ServerRow['state']): Omit<ServerRow, 'worker'> => ({
-      database: this.database, user: this.user, state, info: b.stream.info, connectedAt: b.connectedAtWall, processId: b.processId,
+      database: this.database, user: this.user, state, info: b.stream.info, connectedAt: b.connectedAtWall, processId: b.processId, host: this.deps.hosts === undefined ? '' : describeServer(b.server),
     });
     return [...this.idle.map((b) => row(b, 'idle')), ...[...this.active].map((b) => row(b, 'active')), ...[...this.resetting].map((b) => row(b, 'resetting'))];
   }
@@ -180,6 +217,8 @@ export class Pool implements BudgetedPool {
       queryTimeUsTotal: Math.round(this.queryTimeUsTotal),
       receivedBytesTotal: this.receivedBytesTotal,
       sentBytesTotal: this.sentBytesTotal,
+      serverHost: this.deps.hosts === undefined ? '' : describeServer(this.deps.hosts.host),
+      serverDown: this.outage.active,
     };
   }
 
@@ -272,7 +311,7 @@ export class Pool implements BudgetedPool {
   }
 
   private needsCheck(b: Backend, now: number): boolean {
-    return now - b.lastUsedAt >= this.settings.serverCheckDelayMs;
+    return now - b.lastUsedAt >= this.settings.serverCheckDelayMs || b.lastUsedAt < this.suspectBefore;
   }
 
   /** Runs the health check; when it answers the backend goes to the longest waiter (or back to idle). */
@@ -296,7 +335,7 @@ export class Pool implements BudgetedPool {
     const now = this.deps.clock.now();
     this.served(b, now);
     b.lastUsedAt = now;
-    if (facts.busy || this.closed || this.expired(b, now)) return this.destroy(b);
+    if (facts.busy || this.closed || this.expired(b, now) || b.unsuitable) return this.destroy(b);
     const rollback = facts.status !== 'I';
     const reset = facts.dirty || this.settings.poolMode === 'session';
     if (!rollback && !reset) return this.handOver(b); // the common case: nothing to run, nothing allocated
@@ -333,6 +372,8 @@ export class Pool implements BudgetedPool {
     this.giveTimer = null;
     if (this.waitTimer !== null) this.deps.clock.clearTimer(this.waitTimer);
     this.waitTimer = null;
+    if (this.retryTimer !== null) this.deps.clock.clearTimer(this.retryTimer);
+    this.retryTimer = null;
     this.budget?.close();
     const waiting = [...this.waiters.keys()];
     this.waiters.clear();
@@ -423,6 +464,7 @@ export class Pool implements BudgetedPool {
     return this.deps.connect(this.login).then(
       (c) => {
         this.connecting--;
+        this.loggedIn(c.server);
         if (this.parametersCache === undefined) {
           this.parametersCache = new Map(c.parameters);
           this.budget?.tellParameters(this.parametersCache);
@@ -430,6 +472,7 @@ export class Pool implements BudgetedPool {
         const b = new Backend(c, this.deps.clock, this.deps.batcher, {
           onResetDone: (x) => this.resetDone(x),
           onClosed: (x, r) => this.onClosed(x, r),
+          onRoleChanged: (x) => this.roleChanged(x),
           // The budget comes back once the server has closed its end: never two at once for one unit.
           ...(budget !== undefined ? { onGone: (x: Backend) => budget.give(x.closeReserved) } : {}),
         });
@@ -462,28 +505,102 @@ export class Pool implements BudgetedPool {
         this.handOver(b);
       },
       (e: unknown) => {
+        if (this.loginFailed(e)) return; // the clients wait; a retry is planned
         // Waiters that no backend in use will ever reach get the server's error now.
         if (this.active.size + this.resetting.size + this.connecting > 0) return;
-        const error = e instanceof BackendLoginError ? e.toEncodedError() : fatal(SQLSTATE.CONNECTION_FAILURE, String(e));
-        this.settleParameters(e);
-        for (const w of [...this.waiters.keys()]) {
-          this.waiters.delete(w);
-          w.onError(error);
-        }
+        this.failWaiters(e);
       },
     );
     return true;
   }
 
+  /** Every waiter (and login waiting for parameters) gets the server's error. */
+  private failWaiters(e: unknown): void {
+    const error = e instanceof BackendLoginError ? e.toEncodedError() : fatal(SQLSTATE.CONNECTION_FAILURE, String(e));
+    this.settleParameters(e);
+    for (const w of [...this.waiters.keys()]) {
+      this.waiters.delete(w);
+      w.onError(error);
+    }
+  }
+
+  /**
+   * A login failed. For a reason that passes (and outageWaitMs > 0), the outage goes on: clients
+   * keep waiting, the next login is planned after a backoff, and true is returned.
+   */
+  private loginFailed(e: unknown): boolean {
+    const server = describeServer(this.deps.hosts?.host ?? { host: '', port: 0 });
+    const reason = loginFailureReason(e);
+    const message = e instanceof Error ? e.message : String(e);
+    const passes = this.deps.hosts !== undefined && loginFailurePasses(e) && this.outageWaitMs() > 0 && !this.closed;
+    this.deps.upstream?.(this, { type: 'loginFailed', server, reason, message, passes });
+    if (!passes) return false;
+    const now = this.deps.clock.now();
+    if (this.outage.failed(e, now)) {
+      this.deps.upstream?.(this, { type: 'serverDown', server, reason, message });
+      // Idle connections from before may be dead too (a restart closes them, a network may not tell).
+      this.suspectBefore = now;
+      this.rearmWaitTimer();
+    }
+    // Logins waiting for the pool's first parameters have no timer of their own: they end here.
+    if (now - this.outage.since! >= this.outageWaitMs()) this.settleParameters(e);
+    if (this.retryTimer === null) {
+      this.retryTimer = this.deps.clock.setTimer(() => {
+        this.retryTimer = null;
+        this.refill();
+        // No client waits, but min_size wants connections: one login asks for them.
+        if (this.outage.active && this.connecting === 0 && this.size < this.settings.minPoolSize) this.spawn(false);
+      }, this.outage.nextDelayMs());
+    }
+    return true;
+  }
+
+  /** A login to `server` succeeded: an outage ends. */
+  private loggedIn(server: ServerAddress): void {
+    const outageMs = this.outage.succeeded(this.deps.clock.now());
+    if (outageMs !== null) {
+      this.deps.upstream?.(this, { type: 'serverUp', server: describeServer(server), outageMs });
+      this.rearmWaitTimer();
+    }
+  }
+
+  private outageWaitMs(): number {
+    return this.deps.outageWaitMs?.() ?? 0;
+  }
+
+  /**
+   * A server reported a new role (PostgreSQL 14+: a standby promoted). When it no longer suits
+   * the pool, its idle connections close, busy ones close as they come back, and the next login
+   * tries the other hosts first.
+   */
+  private roleChanged(b: Backend): void {
+    const hosts = this.deps.hosts;
+    if (hosts === undefined) return;
+    // Other pools' idle connections there have not heard yet (a server reports at ReadyForQuery).
+    this.deps.serverRoleChanged?.(b.server);
+    if (hosts.suits(b)) return;
+    const server = describeServer(b.server);
+    hosts.leave(b.server);
+    this.deps.upstream?.(this, { type: 'hostChanged', from: server, to: describeServer(hosts.host), why: `${server} is no longer ${hosts.attrs()}` });
+    for (const x of [...this.active, ...this.resetting]) if (sameServer(x.server, b.server)) x.unsuitable = true;
+  }
+
+  /** `server` changed role: idle connections to it close (new logins there learn what it is now). */
+  dropIdleOf(server: ServerAddress): void {
+    for (const x of [...this.idle]) if (sameServer(x.server, server)) this.destroy(x);
+  }
+
   private resetDone(b: Backend): void {
     if (b.state !== 'resetting') return;
-    if (b.resetFailed) return this.destroy(b);
+    if (b.resetFailed || b.unsuitable) return this.destroy(b);
     b.lastUsedAt = this.deps.clock.now();
     this.handOver(b);
   }
 
   private onClosed(b: Backend, reason: string): void {
     if (b.state === 'closed') return;
+    // The server closed it (a restart, a terminated backend): idle ones may be gone too.
+    this.suspectBefore = this.deps.clock.now();
     const owner = b.state === 'active' ? b.owner : null;
     if (b.state === 'active') this.served(b, this.deps.clock.now());
     this.setState(b, 'closed');
@@ -517,6 +634,8 @@ export class Pool implements BudgetedPool {
     const forParameters = this.parameterWaiters.length > 0 && this.parametersCache === undefined ? 1 : 0;
     const demand = (this.paused ? 0 : this.waiters.size) + forParameters;
     let need = Math.min(demand - this.connecting, this.settings.poolSize - this.size);
+    // During an outage one login at a time asks whether the server is back, after its backoff.
+    if (this.outage.active) need = this.retryTimer === null ? Math.min(need, 1 - this.connecting) : 0;
     for (; need > 0; need--) if (!this.spawn()) return;
     if (demand === 0) this.budget?.satisfied();
   }
@@ -553,9 +672,27 @@ export class Pool implements BudgetedPool {
     return this.settings.serverLifetimeMs > 0 && now - b.createdAt >= this.settings.serverLifetimeMs;
   }
 
+  /**
+   * How long a client may wait (ms; 0 = forever): query_wait_timeout, and during an outage at most
+   * outageWaitMs. Every waiter has the same limit, so arrival order stays deadline order.
+   */
+  private waitLimitMs(): number {
+    const query = this.settings.queryWaitTimeoutMs;
+    if (!this.outage.active) return query;
+    const outage = this.outageWaitMs();
+    return query <= 0 ? outage : Math.min(query, outage);
+  }
+
+  /** The wait limit changed (an outage began or ended): the timer aims again. */
+  private rearmWaitTimer(): void {
+    if (this.waitTimer !== null) this.deps.clock.clearTimer(this.waitTimer);
+    this.waitTimer = null;
+    this.armWaitTimer();
+  }
+
   /** One timer for the oldest waiter, if there is none yet and waits have a limit. */
   private armWaitTimer(): void {
-    const ms = this.settings.queryWaitTimeoutMs;
+    const ms = this.waitLimitMs();
     if (this.waitTimer !== null || this.closed || ms <= 0) return;
     const first = this.waiters.values().next();
     if (first.done === true) return;
@@ -565,13 +702,21 @@ export class Pool implements BudgetedPool {
   /** Every waiter past its deadline gets query_wait_timeout; then the timer aims at the next one. */
   private readonly expireWaiters = (): void => {
     this.waitTimer = null;
-    const ms = this.settings.queryWaitTimeoutMs;
+    const ms = this.waitLimitMs();
     const now = this.deps.clock.now();
+    const down = this.outage.active ? this.outage.lastError : undefined;
+    // During an outage a client whose wait ends gets the server's own error (e.g. 57P03, 08001).
+    const error =
+      down === undefined
+        ? fatal(SQLSTATE.QUERY_CANCELED, `query_wait_timeout: no server connection became free within ${ms} ms`)
+        : down instanceof BackendLoginError
+          ? down.toEncodedError()
+          : fatal(SQLSTATE.CONNECTION_FAILURE, String(down));
     for (const [w, since] of this.waiters) {
-      if (since + ms > now) break; // arrival order is deadline order
+      if (ms <= 0 || since + ms > now) break; // arrival order is deadline order
       this.waiters.delete(w);
       this.waitTimeoutsTotal++;
-      w.onError(fatal(SQLSTATE.QUERY_CANCELED, `query_wait_timeout: no server connection became free within ${ms} ms`));
+      w.onError(error);
     }
     this.armWaitTimer();
   };
@@ -589,7 +734,8 @@ export class Pool implements BudgetedPool {
       if (this.expired(b, now)) this.destroy(b);
       else if (idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.mayCloseIdle(b, min)) this.destroy(b);
     }
-    for (let n = min - (this.budget?.daemonServers() ?? this.size); n > 0; n--) if (!this.spawn(false)) break;
+    // During an outage the retry timer's one login asks whether the server is back (see refill).
+    if (!this.outage.active) for (let n = min - (this.budget?.daemonServers() ?? this.size); n > 0; n--) if (!this.spawn(false)) break;
     // The budget's backstop: a pool still refused asks again, in case its last request found no one.
     this.budget?.remind();
     if (this.parameterWaiters.length > 0) this.budget?.askParameters();

@@ -1,5 +1,6 @@
 // What goes into and comes out of a client session's state machine. The machine does no I/O:
 // the driver turns transport and pool happenings into events and carries out the actions.
+import type { ServerAddress } from '../backend/dial.js';
 import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@quicpool/wire';
 import type { PeerCertificate, TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
@@ -38,6 +39,8 @@ export interface EncodedError {
 export interface CancelKey {
   readonly processId: number;
   readonly secretKey: Buffer;
+  /** The server that issued the key (a server connection's key; a client's key has none). */
+  readonly server?: ServerAddress;
 }
 
 export type SessionEvent =

@@ -5,10 +5,10 @@ import { mergeViews } from './merge-views.js';
 const pool = (database: string, n: number, extra: Partial<PoolRow> = {}): PoolRow => ({
   database, user: 'u', poolMode: 'transaction', virtual: false, paused: false, clients: n, idle: n, active: n, resetting: n, connecting: n,
   waiting: n, connectsTotal: n, closedTotal: n, waitTimeoutsTotal: n, maxWaitMs: n, xactCountTotal: n, xactTimeMsTotal: n, waitTimeMsTotal: n,
-  queryCountTotal: n, queryTimeUsTotal: n, receivedBytesTotal: n, sentBytesTotal: n, ...extra,
+  queryCountTotal: n, queryTimeUsTotal: n, receivedBytesTotal: n, sentBytesTotal: n, serverHost: 'h:5432', serverDown: false, ...extra,
 });
 const view = (pools: PoolRow[], n: number): PoolerView => ({
-  paused: false, clients: [], pools, servers: [], clientsAcceptedTotal: n, clientsRefusedTotal: n, cancelRequestsTotal: n, cancelsForwardedTotal: n, earlyDataSessionsTotal: n,
+  paused: false, clients: [], pools, servers: [], clientsAcceptedTotal: n, clientsRefusedTotal: n, cancelRequestsTotal: n, cancelsForwardedTotal: n, earlyDataSessionsTotal: n, serverLoginFailuresTotal: { ECONNREFUSED: n },
 });
 
 describe('mergeViews', () => {

@@ -23,6 +23,7 @@ export function mergeViews(views: readonly PoolerView[]): PoolerView {
     cancelRequestsTotal: sum(views, (v) => v.cancelRequestsTotal),
     cancelsForwardedTotal: sum(views, (v) => v.cancelsForwardedTotal),
     earlyDataSessionsTotal: sum(views, (v) => v.earlyDataSessionsTotal),
+    serverLoginFailuresTotal: addCounts(views.map((v) => v.serverLoginFailuresTotal)),
   };
 }
 
@@ -36,5 +37,11 @@ const SUMMED = [
 
 function addPools(a: PoolRow, b: PoolRow): PoolRow {
   const sums = Object.fromEntries(SUMMED.map((k) => [k, a[k] + b[k]])) as Pick<PoolRow, (typeof SUMMED)[number]>;
-  return { ...a, ...sums, paused: a.paused || b.paused, maxWaitMs: Math.max(a.maxWaitMs, b.maxWaitMs) };
+  return { ...a, ...sums, paused: a.paused || b.paused, maxWaitMs: Math.max(a.maxWaitMs, b.maxWaitMs), serverDown: a.serverDown || b.serverDown };
+}
+
+function addCounts(counts: readonly Readonly<Record<string, number>>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of counts) for (const [k, n] of Object.entries(c)) out[k] = (out[k] ?? 0) + n;
+  return out;
 }

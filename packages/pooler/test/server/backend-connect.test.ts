@@ -4,14 +4,18 @@
 import { inject, describe, expect, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
 import { generateDevCertificates } from '@quicpool/transport';
-import { BackendLoginError, connectBackend } from '../../src/backend/connect.js';
+import { BackendLoginError, connectBackend as connectTo } from '../../src/backend/connect.js';
 import type { BackendLogin } from '../../src/backend/connect.js';
 import type { ServerAddress } from '../../src/backend/dial.js';
 import { realClock } from '../../src/core/clock.js';
+import type { Clock } from '../../src/core/clock.js';
 
 const pg = inject('pg');
 
-const login = (server: ServerAddress, over: Partial<BackendLogin> = {}): BackendLogin => ({
+type Login = BackendLogin & { readonly server: ServerAddress };
+const connectBackend = (l: Login, clock: Clock) => connectTo(l, l.server, clock);
+
+const login = (server: ServerAddress, over: Partial<BackendLogin> = {}): Login => ({
   server,
   database: pg.database,
   user: pg.user,
@@ -20,7 +24,7 @@ const login = (server: ServerAddress, over: Partial<BackendLogin> = {}): Backend
   ...over,
 });
 
-async function loginAndClose(l: BackendLogin): Promise<{ kind: string; encrypted: boolean; serverVersion: string | undefined }> {
+async function loginAndClose(l: Login): Promise<{ kind: string; encrypted: boolean; serverVersion: string | undefined }> {
   const c = await connectBackend(l, realClock);
   try {
     expect(c.processId).toBeGreaterThan(0);

@@ -50,6 +50,8 @@ export const fakeConnect = async (): Promise<BackendConnection> => {
   const socket = new FakeSocket();
   sockets.push(socket);
   return {
+    server: { host: '127.0.0.1', port: 5432 },
+    role: undefined,
     stream: socket as unknown as SessionStream,
     decoder: new BackendDecoder(),
     parameters: new Map([['server_version', '17']]),
