@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { usageOf } from './command-line.js';
+import { usageOf, wholeOption } from './command-line.js';
 
 describe('usageOf', () => {
   it('lists every option with its value name, default and repeatability', () => {
@@ -15,5 +15,12 @@ describe('usageOf', () => {
       '  --target TARGET (repeatable)',
       '  --help',
     ]);
+  });
+
+  it('reads a whole-number option, refusing fractions and values below its minimum', () => {
+    expect(wholeOption('clients', '20')).toBe(20);
+    expect(wholeOption('delay', '0', 0)).toBe(0);
+    expect(() => wholeOption('clients', '0')).toThrow('--clients must be a whole number >= 1, got 0');
+    expect(() => wholeOption('seconds', '1.5')).toThrow('--seconds must be a whole number >= 1, got 1.5');
   });
 });

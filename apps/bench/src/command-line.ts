@@ -29,3 +29,10 @@ export function parseCommandLine<T extends ParseArgsConfig & { options: Options 
     process.exit(2);
   }
 }
+
+/** A whole-number option's value (`--name`), at least `min`; a usage error otherwise. */
+export function wholeOption(name: string, value: string, min = 1): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${value}`);
+  return n;
+}

@@ -171,19 +171,22 @@ async function checkConfig(argv: string[]): Promise<number> {
   const c = await loadConfig(file, { env: process.env });
   const upstream = c.get<string | null>('upstream.host');
   // What the engine checks too (auth methods and their secrets, pool limits against each other).
-  const [{ resolvePoolerConfig, ConfigError }, { engineErrorKey, toPoolerConfig }, { upstreamTls }] = await Promise.all([
+  const [{ resolvePoolerConfig, ConfigError }, { engineErrorKey, toPoolerConfig }, { upstreamTls }, { configuredUpstream }] = await Promise.all([
     import('@quicpool/pooler'),
     import('./config/to-pooler.js'),
     import('./config/upstream-tls.js'),
+    import('./config/upstream-hosts.js'),
   ]);
   const tls = await upstreamTls(c, file);
   try {
-    resolvePoolerConfig(toPoolerConfig(c, { host: upstream ?? '127.0.0.1', port: c.get<number>('upstream.port'), ...(tls !== undefined ? { tls } : {}) }, undefined));
+    resolvePoolerConfig(toPoolerConfig(c, configuredUpstream(c, file, tls), undefined));
   } catch (e) {
     if (e instanceof ConfigError) throw new ConfigFileError(file, ...engineErrorKey(e.message));
     throw e;
   }
-  process.stdout.write(`${file}: OK (${upstream === null ? 'embedded PostgreSQL' : `upstream ${upstream}:${c.get<number>('upstream.port')}`}, ${c.users.size} user(s))\n`);
+  const hosts = c.get<readonly string[]>('upstream.hosts');
+  const where = hosts.length > 0 ? `upstream ${hosts.join(', ')}` : upstream === null ? 'embedded PostgreSQL' : `upstream ${upstream}:${c.get<number>('upstream.port')}`;
+  process.stdout.write(`${file}: OK (${where}, ${c.users.size} user(s))\n`);
   return EXIT.OK;
 }
 

@@ -3,7 +3,7 @@
 // assembles packages and answers for the daemon (RELOAD, SHUTDOWN, SHOW CONFIG).
 import { join } from 'node:path';
 import { ConfigError, MAX_WORKERS, resolvePoolerConfig } from '@quicpool/pooler';
-import type { ConfigRow, PoolerConfig, ServerTlsConfig } from '@quicpool/pooler';
+import type { ConfigRow, PoolerConfig } from '@quicpool/pooler';
 import { fastPathsLine } from '@quicpool/transport';
 import { devCertificates, loadCertificateFiles, readClientCa } from './certs.js';
 import type { ServerCertificate } from './certs.js';
@@ -12,7 +12,7 @@ import type { AppConfig, Overrides, UserSettings } from './config/load.js';
 import { applyLive, configRows, engineErrorKey, restartOnlyChanges, toPoolerConfig } from './config/to-pooler.js';
 import type { Upstream } from './config/to-pooler.js';
 import { upstreamTls } from './config/upstream-tls.js';
-import { parseUpstreamHosts } from './config/upstream-hosts.js';
+import { configuredUpstream } from './config/upstream-hosts.js';
 import { CONNECT_KEYS } from './config/connect-schema.js';
 import type { EmbeddedStart } from './embedded.js';
 import { EXIT } from './exit-codes.js';
@@ -28,18 +28,6 @@ import type { UpstreamAddress } from './upstream-check.js';
 import { planWorkers } from './workers/plan.js';
 
 /** The configured PostgreSQL server cannot be reached at start (exit 1, the message says which). */
-/** upstream.host and upstream.port, or upstream.hosts (not both). */
-function configuredUpstream(config: AppConfig, source: string, tls: ServerTlsConfig | undefined): Upstream {
-  const port = config.get<number>('upstream.port');
-  const listed = config.get<readonly string[]>('upstream.hosts');
-  const host = config.get<string | null>('upstream.host');
-  const withTls = tls !== undefined ? { tls } : {};
-  if (listed.length === 0) return { host: host ?? '127.0.0.1', port, ...withTls };
-  if (host !== null) throw new ConfigFileError(source, 'upstream.hosts', 'set together with upstream.host: list every server in upstream.hosts and leave upstream.host unset');
-  const hosts = parseUpstreamHosts(source, listed, port);
-  return { ...hosts[0]!, hosts, ...withTls };
-}
-
 /** Null when one of `hosts` accepts a connection, else why none does. */
 async function anyReachable(hosts: readonly UpstreamAddress[], timeoutMs: number): Promise<string | null> {
   const why = await Promise.all(hosts.map((h) => checkUpstream(h, timeoutMs)));

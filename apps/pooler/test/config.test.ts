@@ -67,7 +67,36 @@ describe('quicpool check-config', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(`${bad.file}: databases.reports.session_state_policy: expected one of "pin", "reject", "reset"`);
     const unknown = await check('db-unknown.toml', `[databases.reports]\npool_size = 3\n`);
-    expect(unknown.stderr).toContain('databases.reports.pool_size: unknown key (expected one of session_state_policy)');
+    expect(unknown.stderr).toContain('databases.reports.pool_size: unknown key (expected one of session_state_policy, target_session_attrs)');
+  });
+
+  it('reads upstream.hosts and target_session_attrs (also per database), refusing what does not make sense', async () => {
+    const ok = await check(
+      'hosts.toml',
+      `[upstream]
+hosts = ["db-a:5432", "[::1]:5433", "db-c", "/var/run/postgresql"]
+target_session_attrs = "primary"
+outage_wait_ms = 5000
+[databases.reports]
+target_session_attrs = "prefer-standby"
+`,
+    );
+    expect([ok.code, ok.stderr]).toEqual([0, '']);
+    expect(ok.stdout).toContain('OK (upstream db-a:5432, [::1]:5433, db-c, /var/run/postgresql, 0 user(s))');
+    const both = await check('hosts-both.toml', `[upstream]
+host = "db-a"
+hosts = ["db-b"]
+`);
+    expect(both.stderr).toContain(`${both.file}: upstream.hosts: set together with upstream.host`);
+    const port = await check('hosts-port.toml', `[upstream]
+hosts = ["db-a:99999"]
+`);
+    expect(port.stderr).toContain('upstream.hosts: entry 1 "db-a:99999": port "99999" is not 1-65535');
+    const attrs = await check('attrs.toml', `[upstream]
+host = "db-a"
+target_session_attrs = "master"
+`);
+    expect(attrs.stderr).toContain('upstream.target_session_attrs: expected one of "read-write", "any", "read-only", "primary", "standby", "prefer-standby"');
   });
 
   it('reads auth_query mode ([auth] auth_user, auth_query ...) and checks that auth_user is a configured user', async () => {

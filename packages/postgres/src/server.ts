@@ -163,7 +163,9 @@ export class PostgresServer {
     }
     const { host, port, user, password } = this.info;
     const conninfo = `host=${host} port=${port} user=${user} password=${password} application_name=standby`;
-    const settings = { ...this.options.settings, primary_conninfo: conninfo };
+    // A promotion while the primary is gone otherwise waits out the standby's 5 s pause between
+    // attempts to reach it (wal_retrieve_retry_interval): fault tests promote right after a stop.
+    const settings = { ...this.options.settings, primary_conninfo: conninfo, wal_retrieve_retry_interval: '100ms' };
     for (let attempt = 1; ; attempt++) {
       const standbyPort = await freePort(host);
       const info: PostgresInfo = { ...this.info, port: standbyPort, socketDir: join(dataDir, 'sockets') };

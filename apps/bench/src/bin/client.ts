@@ -6,7 +6,7 @@
 // daemon; this program is also the forked idle-session worker (IDLE_FLAG) of its own runs.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseCommandLine } from '../command-line.js';
+import { parseCommandLine, wholeOption } from '../command-line.js';
 import { IDLE_FLAG, runIdleWorker } from '../client/idle-sessions.js';
 import type { IdleWorkerConfig } from '../client/idle-sessions.js';
 import { runClientBench } from '../client/run-client.js';
@@ -34,11 +34,6 @@ if (idleAt >= 0) {
       'pool-size': { type: 'string', default: '20' },
     },
   });
-  const whole = (name: string, v: string, min = 1): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${v}`);
-    return n;
-  };
   const partsOf = (v: string): { cold: boolean; idle: boolean; drain: boolean } => {
     const list = v.split(',').map((x) => x.trim());
     for (const x of list) if (x !== 'a' && x !== 'b' && x !== 'c') throw new Error(`--parts takes a, b and c, got ${x}`);
@@ -46,12 +41,12 @@ if (idleAt >= 0) {
   };
   try {
     await runClientBench({
-      oneWayMs: whole('delay', values.delay, 0),
-      trials: whole('trials', values.trials),
-      sessions: whole('sessions', values.sessions, 100),
-      quicConnections: whole('quic-connections', values['quic-connections']),
-      streamsPerConnection: whole('streams', values.streams),
-      poolSize: whole('pool-size', values['pool-size']),
+      oneWayMs: wholeOption('delay', values.delay, 0),
+      trials: wholeOption('trials', values.trials),
+      sessions: wholeOption('sessions', values.sessions, 100),
+      quicConnections: wholeOption('quic-connections', values['quic-connections']),
+      streamsPerConnection: wholeOption('streams', values.streams),
+      poolSize: wholeOption('pool-size', values['pool-size']),
       json: values.json,
       parts: partsOf(values.parts),
       script,

@@ -5,7 +5,7 @@
 // With --json the last line is one JSON object of the figures.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseCommandLine } from '../command-line.js';
+import { parseCommandLine, wholeOption } from '../command-line.js';
 import { runConnectBench } from '../connect/run-connect.js';
 
 const { values } = parseCommandLine('pnpm bench:connect', {
@@ -18,18 +18,13 @@ const { values } = parseCommandLine('pnpm bench:connect', {
     sessions: { type: 'string', default: '2000' },
   },
 });
-const whole = (name: string, v: string, min = 1): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${v}`);
-  return n;
-};
 try {
   await runConnectBench({
-    oneWayMs: whole('delay', values.delay, 0),
-    trials: whole('trials', values.trials),
-    clients: whole('clients', values.clients),
-    seconds: whole('seconds', values.seconds),
-    sessions: whole('sessions', values.sessions),
+    oneWayMs: wholeOption('delay', values.delay, 0),
+    trials: wholeOption('trials', values.trials),
+    clients: wholeOption('clients', values.clients),
+    seconds: wholeOption('seconds', values.seconds),
+    sessions: wholeOption('sessions', values.sessions),
     json: values.json,
     wanScript: join(dirname(fileURLToPath(import.meta.url)), 'wan.js'),
   });

@@ -21,7 +21,8 @@ export interface DaemonUser {
 export interface DaemonOptions {
   /** Where the TCP and QUIC listeners bind (ports are chosen by the system). */
   readonly listenHost: string;
-  readonly upstream: { readonly host: string; readonly port: number };
+  /** The server, or several (upstream.hosts: the pool picks one by upstream.target_session_attrs). */
+  readonly upstream: { readonly host: string; readonly port: number } | { readonly hosts: readonly { readonly host: string; readonly port: number }[] };
   readonly users: Readonly<Record<string, DaemonUser>>;
   readonly poolSize: number;
   /** Config file, certificate and ticket key live here (created when missing). */
@@ -78,7 +79,7 @@ function toml(value: TomlValue): string {
 /** The config file's text: what `quicpool start` reads. */
 export function daemonConfig(o: DaemonOptions): string {
   const sections: Record<string, Record<string, TomlValue>> = {
-    upstream: { host: o.upstream.host, port: o.upstream.port },
+    upstream: 'hosts' in o.upstream ? { hosts: o.upstream.hosts.map((h) => `${h.host}:${h.port}`) } : { host: o.upstream.host, port: o.upstream.port },
     listen: { host: o.listenHost, port: 0, quic_port: 0 },
     embedded: { state_dir: o.stateDir },
     pool: { mode: 'transaction', size: o.poolSize },

@@ -6,13 +6,12 @@
 // finds no read-only server any more and says so; prefer-standby falls back to the new primary.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startPostgres, withPgClient } from '@quicpool/pg-fixture';
+import { queryLoop, startPostgres, withPgClient } from '@quicpool/pg-fixture';
 import type { PostgresServer } from '@quicpool/pg-fixture';
 import { listenTcp } from '@quicpool/transport';
 import { createPooler } from '../support/create-pooler.js';
 import type { Pooler, UpstreamEvent } from '../../src/index.js';
 import { sleep, until } from './helpers.js';
-import { queryLoop } from './restart-under-load.js';
 
 const WRITERS = 8;
 let primary: PostgresServer;

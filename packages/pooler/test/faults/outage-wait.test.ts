@@ -7,8 +7,8 @@
 // its own: the run's shared cluster is never restarted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startPostgres } from '@quicpool/pg-fixture';
-import type { PostgresServer, ShutdownMode } from '@quicpool/pg-fixture';
+import { queryLoop, startPostgres } from '@quicpool/pg-fixture';
+import type { PostgresServer, QueryRecord, ShutdownMode } from '@quicpool/pg-fixture';
 import { generateDevCertificates, listenTcp, QuicListener } from '@quicpool/transport';
 import { createPooler } from '../support/create-pooler.js';
 import type { Pooler, UpstreamEvent } from '../../src/index.js';
@@ -16,8 +16,6 @@ import { QuicSessions } from '../support/quic-sessions.js';
 import { withClient } from '../support/pooler-helpers.js';
 import { createFaultRole, sleep, superuser, until } from './helpers.js';
 import type { FaultRole } from './helpers.js';
-import { queryLoop } from './restart-under-load.js';
-import type { QueryRecord } from './restart-under-load.js';
 
 const CLIENTS = 20;
 let server: PostgresServer;

@@ -1,0 +1,231 @@
+// `pnpm bench:faults`: what clients see when PostgreSQL restarts or fails over, through quicpool
+// (the daemon, over TCP and over QUIC) and through PgBouncer when it is installed, with the same
+// load in the same run: `clients` sessions running single-statement queries in a loop.
+//   restart:  `pg_ctl -m fast restart` of the server (the fixture's restart: SIGINT, then start on
+//             the same data and port) a third of the way in.
+//   failover: a primary and its streaming standby; the primary is stopped (fast) and the standby
+//             promoted at once. quicpool lists both hosts (upstream.hosts, target_session_attrs =
+//             read-write); PgBouncer 1.x has one host per database, the primary (it cannot follow a
+//             promotion without DNS or a config change, so its figures say so).
+// Per target: queries answered and failed (by SQLSTATE), the longest time without an answer, the
+// time from the server's return (or the promotion) to the first answer; and the server's own
+// restart time. Every process it starts (Postgres, standby, daemon, PgBouncer) it stops.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { queryLoop, startPostgres, withPgClient } from '@quicpool/pg-fixture';
+import type { PostgresServer, QueryRecord } from '@quicpool/pg-fixture';
+import { forNodePostgres, QuicDialer } from '@quicpool/transport';
+import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
+import { faultFigures } from './figures.js';
+import type { FaultFigures } from './figures.js';
+
+export interface FaultsOptions {
+  readonly clients: number;
+  /** Length of each run (s); the fault comes a third of the way in. */
+  readonly seconds: number;
+  readonly poolSize: number;
+  readonly json: boolean;
+}
+
+type Target = 'quicpoolTcp' | 'quicpoolQuic' | 'pgbouncer';
+
+export interface RestartFigures extends FaultFigures {
+  /** How long the server itself took to stop and start again (ms). */
+  readonly serverRestartMs: number;
+}
+
+export interface FailoverFigures extends FaultFigures {
+  /** Writes refused because they reached a read-only server (25006). */
+  readonly readOnlyWrites: number;
+  /** From `pg_ctl promote` to the standby answering as a primary (polled directly, ms); recoveryMs counts from then. */
+  readonly promotionMs: number;
+}
+
+export interface FaultsResult {
+  readonly restart: Partial<Record<Target, RestartFigures>>;
+  readonly failover: Partial<Record<Target, FailoverFigures>>;
+}
+
+interface Login {
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+}
+
+/** A pooler in front of `hosts`, and how a client session reaches it. */
+interface Entry {
+  connect(): Promise<pg.Client>;
+  stop(): Promise<void>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** How long queries still waiting at the end of a run may take before they count as unanswered. */
+const GRACE_MS = 3_000;
+
+async function tcpClient(port: number, login: Login): Promise<pg.Client> {
+  const c = new pg.Client({ host: '127.0.0.1', port, ...login });
+  c.on('error', () => undefined);
+  await c.connect();
+  return c;
+}
+
+/** The quicpool daemon in front of `hosts` (one for the restart, two for the failover), reached over `via`. */
+async function quicpoolEntry(hosts: readonly { host: string; port: number }[], login: Login, poolSize: number, via: 'tcp' | 'quic'): Promise<Entry> {
+  const stateDir = await mkdtemp(join(tmpdir(), 'quicpool-bench-faults-'));
+  const daemon = await startDaemon({
+    listenHost: '127.0.0.1',
+    upstream: hosts.length === 1 ? hosts[0]! : { hosts },
+    users: { [login.user]: { password: login.password } },
+    poolSize,
+    stateDir,
+  });
+  const dialers = via === 'quic' ? [0, 1].map(() => new QuicDialer({ host: '127.0.0.1', port: quicPortOf(daemon), serverName: 'localhost', ca: daemon.caPem })) : [];
+  let n = 0;
+  return {
+    async connect() {
+      if (via === 'tcp') return tcpClient(daemon.tcpPort, login);
+      const stream = await dialers[n++ % dialers.length]!.open();
+      stream.on('error', () => undefined);
+      const c = new pg.Client({ ...login, stream: () => forNodePostgres(stream) });
+      c.on('error', () => undefined);
+      await c.connect();
+      return c;
+    },
+    async stop() {
+      for (const d of dialers) await d.close().catch(() => undefined);
+      await daemon.stop();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function pgbouncerEntry(bin: string, host: { host: string; port: number }, login: Login, poolSize: number): Promise<Entry> {
+  const b = await startPgbouncer(bin, { serverHost: host.host, serverPort: host.port, user: login.user, password: login.password, poolSize });
+  return { connect: () => tcpClient(b.port, login), stop: () => b.stop() };
+}
+
+/** Runs the load for `seconds`, with `fault` a third of the way in; `fault` resolves with the moment the server is back. */
+async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () => Promise<number>): Promise<{ records: QueryRecord[]; returnedAt: number; endedAt: number }> {
+  const load = queryLoop(() => entry.connect(), o.clients, sql);
+  try {
+    await sleep((o.seconds * 1000) / 3);
+    const returnedAt = await fault();
+    await sleep((o.seconds * 1000 * 2) / 3);
+    const endedAt = performance.now();
+    load.stop();
+    // Queries a pooler still holds (PgBouncer waits up to its query_wait_timeout) end the run after a grace.
+    const ended = await Promise.race([load.done, sleep(GRACE_MS).then(() => null)]);
+    if (ended !== null) return { records: ended, returnedAt, endedAt };
+    load.abort();
+    return { records: await load.done, returnedAt, endedAt };
+  } catch (e) {
+    load.stop();
+    await load.done.catch(() => undefined);
+    throw e;
+  }
+}
+
+async function restartRun(server: PostgresServer, entry: Entry, o: FaultsOptions): Promise<RestartFigures> {
+  let restartMs = 0;
+  const r = await underLoad(entry, o, 'select $1::int as n', async () => {
+    const t0 = performance.now();
+    await server.restart('fast');
+    const back = performance.now();
+    restartMs = back - t0;
+    return back;
+  });
+  return { ...faultFigures(r.records, r.returnedAt, r.endedAt), serverRestartMs: Math.round(restartMs) };
+}
+
+async function failoverRun(make: (primary: PostgresServer, standby: PostgresServer, login: Login) => Promise<Entry>, o: FaultsOptions): Promise<FailoverFigures> {
+  const primary = await startPostgres();
+  let standby: PostgresServer | null = null;
+  let entry: Entry | null = null;
+  try {
+    const login = { user: primary.info.user, password: primary.info.password, database: primary.info.database };
+    await withPgClient({ host: primary.info.host, port: primary.info.port, ...login }, (c) => c.query('CREATE TABLE writes (client int, at timestamptz DEFAULT now())'));
+    standby = await primary.startStandby();
+    entry = await make(primary, standby, login);
+    const promoted = standby;
+    let promotionMs = 0;
+    const r = await underLoad(entry, o, 'insert into writes (client) values ($1)', async () => {
+      await primary.shutdown('fast');
+      const t0 = performance.now();
+      await promoted.promote();
+      await untilPrimary(promoted, login);
+      const at = performance.now();
+      promotionMs = at - t0;
+      return at;
+    });
+    const figures = faultFigures(r.records, r.returnedAt, r.endedAt);
+    return { ...figures, readOnlyWrites: figures.failedBy['25006'] ?? 0, promotionMs: Math.round(promotionMs) };
+  } finally {
+    await entry?.stop();
+    await standby?.stop();
+    await primary.stop();
+  }
+}
+
+/** Polls the promoted server directly (every 5 ms, at most 60 s) until it is no longer in recovery. */
+async function untilPrimary(server: PostgresServer, login: Login): Promise<void> {
+  await withPgClient({ host: server.info.host, port: server.info.port, ...login }, async (c) => {
+    for (const end = performance.now() + 60_000; performance.now() < end; await sleep(5)) {
+      if ((await c.query<{ r: boolean }>('select pg_is_in_recovery() as r')).rows[0]?.r === false) return;
+    }
+    throw new Error('the standby was not promoted within 60 s');
+  });
+}
+
+const hostOf = (s: PostgresServer): { host: string; port: number } => ({ host: s.info.host, port: s.info.port });
+
+export async function runFaultsBench(o: FaultsOptions): Promise<FaultsResult> {
+  const say = (line: string): void => void process.stdout.write(`${line}\n`);
+  const pgbouncer = findPgbouncer();
+  say(`bench:faults: ${o.clients} clients, ${o.seconds} s per run, pool size ${o.poolSize}; PgBouncer: ${pgbouncer ?? 'not installed (skipped)'}`);
+  const restart: Partial<Record<Target, RestartFigures>> = {};
+  const failover: Partial<Record<Target, FailoverFigures>> = {};
+
+  const server = await startPostgres();
+  try {
+    const login = { user: server.info.user, password: server.info.password, database: server.info.database };
+    const entries: [Target, () => Promise<Entry>][] = [
+      ['quicpoolTcp', () => quicpoolEntry([hostOf(server)], login, o.poolSize, 'tcp')],
+      ['quicpoolQuic', () => quicpoolEntry([hostOf(server)], login, o.poolSize, 'quic')],
+      ...(pgbouncer === null ? [] : [['pgbouncer', () => pgbouncerEntry(pgbouncer, hostOf(server), login, o.poolSize)] as [Target, () => Promise<Entry>]]),
+    ];
+    for (const [target, make] of entries) {
+      const entry = await make();
+      try {
+        restart[target] = await restartRun(server, entry, o);
+      } finally {
+        await entry.stop();
+      }
+      say(line('restart', target, restart[target]!, `server restart ${restart[target]!.serverRestartMs} ms`));
+    }
+  } finally {
+    await server.stop();
+  }
+
+  const failoverEntries: [Target, (p: PostgresServer, s: PostgresServer, l: Login) => Promise<Entry>][] = [
+    ['quicpoolTcp', (p, s, l) => quicpoolEntry([hostOf(p), hostOf(s)], l, o.poolSize, 'tcp')],
+    ['quicpoolQuic', (p, s, l) => quicpoolEntry([hostOf(p), hostOf(s)], l, o.poolSize, 'quic')],
+    ...(pgbouncer === null ? [] : [['pgbouncer', (p: PostgresServer, _s: PostgresServer, l: Login) => pgbouncerEntry(pgbouncer, hostOf(p), l, o.poolSize)] as [Target, (p: PostgresServer, s: PostgresServer, l: Login) => Promise<Entry>]]),
+  ];
+  for (const [target, make] of failoverEntries) {
+    failover[target] = await failoverRun(make, o);
+    say(line('failover', target, failover[target]!, `promotion ${failover[target]!.promotionMs} ms, writes on a read-only server ${failover[target]!.readOnlyWrites}`));
+  }
+  const result = { restart, failover };
+  if (o.json) say(JSON.stringify(result));
+  return result;
+}
+
+function line(fault: string, target: Target, f: FaultFigures, extra: string): string {
+  const failed = Object.entries(f.failedBy).map(([k, n]) => `${k} x${n}`).join(', ') || 'none';
+  const recovery = f.recoveryMs === null ? 'no answer after it within the run' : `first answer ${f.recoveryMs} ms after it`;
+  return `${fault.padEnd(9)} ${target.padEnd(13)} answered ${String(f.answered).padStart(7)}  failed ${String(f.failed).padStart(5)} (${failed})  longest gap ${f.longestGapMs} ms  ${recovery}  ${extra}`;
+}
