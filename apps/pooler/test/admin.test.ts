@@ -63,9 +63,9 @@ describe('admin console', () => {
     const admin = await connect('quicpool');
     try {
       const pools = await admin.query('SHOW POOLS');
-      expect(pools.fields.map((f) => f.name)).toEqual(['database', 'user', 'cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login', 'maxwait', 'maxwait_us', 'pool_mode']);
+      expect(pools.fields.map((f) => f.name)).toEqual(['database', 'user', 'cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login', 'maxwait', 'maxwait_us', 'pool_mode', 'host', 'server_down']);
       const mine = pools.rows.find((r: Record<string, string>) => r['database'] === upstream.database);
-      expect(mine).toMatchObject({ user: upstream.user, cl_active: '1', sv_active: '1', pool_mode: 'transaction' });
+      expect(mine).toMatchObject({ user: upstream.user, cl_active: '1', sv_active: '1', pool_mode: 'transaction', host: `${upstream.host}:${upstream.port}`, server_down: '0' });
 
       const clients = await admin.query('SHOW CLIENTS');
       expect(clients.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'tls', 'transport', 'pinned', 'worker']);
@@ -73,9 +73,9 @@ describe('admin console', () => {
       expect(clients.rows).toContainEqual(expect.objectContaining({ database: 'quicpool', user: upstream.user }));
 
       const servers = await admin.query('SHOW SERVERS');
-      expect(servers.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'remote_pid', 'worker']);
+      expect(servers.fields.map((f) => f.name)).toEqual(['type', 'user', 'database', 'state', 'addr', 'port', 'local_addr', 'local_port', 'connect_time', 'remote_pid', 'worker', 'host']);
       const active = servers.rows.find((r: Record<string, string>) => r['state'] === 'active');
-      expect(active).toMatchObject({ type: 'S', database: upstream.database, port: String(upstream.port) });
+      expect(active).toMatchObject({ type: 'S', database: upstream.database, port: String(upstream.port), host: `${upstream.host}:${upstream.port}` });
       const { rows: pid } = await app.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       expect(active?.['remote_pid']).toBe(String(pid[0]?.pid));
       await app.query('COMMIT');

@@ -15,6 +15,8 @@ import { NO_TARGET } from './login-failure.js';
 export class HostChoice {
   /** Index into hosts() of the host the pool uses (or will try first). */
   private current = 0;
+  /** False when prefer-standby found no standby on its last search and took another server. */
+  private standbyPreferred = true;
 
   constructor(
     private readonly hosts: () => readonly ServerAddress[],
@@ -34,9 +36,6 @@ export class HostChoice {
   suits(c: Pick<BackendConnection, 'role'>): boolean {
     return qualifies(this.attrs(), c.role, this.attrs() === 'prefer-standby' && !this.standbyPreferred ? 'fallback' : 'preferred');
   }
-
-  /** prefer-standby found no standby on its last search and took another server. */
-  private standbyPreferred = true;
 
   /** `server` no longer suits the pool: the next login starts with the host after it. */
   leave(server: ServerAddress): void {
