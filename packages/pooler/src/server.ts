@@ -6,14 +6,14 @@ import { randomUUID } from 'node:crypto';
 import type { SessionListener, SessionStream } from '@quicpool/transport';
 import { resolvePoolerConfig } from './config/pooler-config.js';
 import type { PoolerConfig, ResolvedPoolerConfig } from './config/pooler-config.js';
-import { realClock } from './core/clock.js';
-import type { Clock } from './core/clock.js';
+import { realClock } from './runtime/clock.js';
+import type { Clock } from './runtime/clock.js';
 import { PoolerCore } from './core/pooler-core.js';
 import type { VirtualDatabase } from './core/pooler-core.js';
 import type { PoolerEvents, PoolerView } from './core/view.js';
 import { ClientConnection } from './driver/client-connection.js';
 import type { PoolStats } from './pool/pool.js';
-import { mergeViews } from './workers/merge-views.js';
+import { mergeViews } from './core/merge-views.js';
 import { SharedCounts } from './workers/shared-counts.js';
 import type { PoolerWorker } from './workers/worker.js';
 

@@ -1,10 +1,11 @@
 // The repository's structure, checked on every run: arrows point one way (packages never import
 // apps; the pooler and the client never import each other; no package's code reaches into another
-// package's files), no import cycles inside a package, the pooler reaches servers only through
-// the transport, the daemon does not ship the test fixture, and every runtime dependency a
-// manifest declares is imported by its code.
+// package's files), no import cycles inside a package, inside the pooler imports go from higher
+// layers to lower ones only and no module keeps mutable state, the pooler reaches servers only
+// through the transport, the daemon does not ship the test fixture, and every runtime dependency
+// a manifest declares is imported by its code.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCircular, parseDependencyTree } from 'dpdm';
 import { describe, expect, it } from 'vitest';
@@ -91,6 +92,63 @@ describe('no import cycles', () => {
     const tree = await parseDependencyTree(entries, { context: dir, transform: true, skipDynamicImports: true, tsconfig: join(dir, 'tsconfig.json') });
     const cycles = parseCircular(tree, true).map((c) => c.join(' -> '));
     expect(cycles).toEqual([]);
+  });
+});
+
+/**
+ * The pooler's folders, lowest first: a module imports (types included) only from its own folder
+ * or one listed before it. `server` and `index` are the package's two top files.
+ */
+const POOLER_LAYERS = [
+  'runtime', // clock, write batcher, the encoded error: what everything uses
+  'auth', // SCRAM and md5, the algorithms
+  'prepared', // statement names, registries and the router
+  'backend', // one server connection: dial, login, its role, its reads and writes
+  'upstream', // which host, which failures pass, outages
+  'config',
+  'workers', // what a daemon's workers share (counts, budgets, peers)
+  'pool',
+  'session', // one client session's state machine and its parts
+  'cancel',
+  'core', // what the sessions of a pooler share; the view
+  'driver', // a session's stream, timers and pool on the event loop
+  'server',
+  'admin',
+  'index',
+] as const;
+
+describe('inside the pooler', () => {
+  const srcDir = join(root, 'packages/pooler/src');
+  const src = sourceFiles(srcDir).filter((f) => !isTest(f));
+  const layerOf = (f: string): string => relative(srcDir, f).split(sep)[0]!.replace(/\.[jt]s$/, '');
+
+  it('imports point from higher layers to lower ones', () => {
+    const bad: string[] = [];
+    for (const f of src) {
+      const from = layerOf(f);
+      for (const s of importsOf(f).filter((x) => x.startsWith('.'))) {
+        const to = layerOf(resolve(dirname(f), s));
+        if (to === from) continue;
+        const [i, j] = [POOLER_LAYERS.indexOf(from as never), POOLER_LAYERS.indexOf(to as never)];
+        if (i < 0 || j < 0 || j > i) bad.push(`${rel(f)} (${from}) imports ${s} (${to})`);
+      }
+    }
+    expect(bad).toEqual([]);
+    expect(new Set(src.map(layerOf))).toEqual(new Set(POOLER_LAYERS));
+  });
+
+  it('keeps no mutable state in a module (only in the objects the pooler makes)', () => {
+    const bad: string[] = [];
+    for (const f of src) {
+      const text = readFileSync(f, 'utf8');
+      for (const m of text.matchAll(/^(?:export\s+)?(let|var)\s+(\w+)/gm)) bad.push(`${rel(f)}: module-level ${m[1]} ${m[2]}`);
+      // A module-level collection is a constant table: never changed after it is made.
+      for (const m of text.matchAll(/^(?:export\s+)?const\s+(\w+)\s*(?::[^=]+)?=\s*(?:new\s+(?:Map|Set|WeakMap|WeakSet|Array)\b|\[)/gm)) {
+        const name = m[1]!;
+        if (new RegExp(`\\b${name}\\.(?:set|add|delete|clear|push|pop|shift|unshift|splice)\\(|\\b${name}\\[[^\\]]+\\]\\s*=[^=]`).test(text)) bad.push(`${rel(f)}: module-level ${name} is changed`);
+      }
+    }
+    expect(bad).toEqual([]);
   });
 });
 

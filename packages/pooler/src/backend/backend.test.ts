@@ -4,7 +4,7 @@ import { BackendDecoder, encodeBackend } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
 import { createMemoryPair } from '@quicpool/transport';
 import { describe, expect, it, vi } from 'vitest';
-import { WriteBatcher } from '../core/write-batcher.js';
+import { WriteBatcher } from '../runtime/write-batcher.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
 import { Backend } from './backend.js';
 import type { BackendOwner } from './backend.js';

@@ -3,14 +3,15 @@
 import { bufferView, decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
-import type { BatchedWriter, WriteBatcher } from '../core/write-batcher.js';
-import type { Clock } from '../core/clock.js';
+import type { BatchedWriter, WriteBatcher } from '../runtime/write-batcher.js';
+import type { Clock } from '../runtime/clock.js';
 import type { BackendConnection } from './connect.js';
-import type { EncodedError } from '../session/types.js';
+import type { EncodedError } from '../runtime/encoded-error.js';
 import type { SocketInput } from './socket-input.js';
 import type { ServerAddress } from './dial.js';
-import { ROLE_PARAMETERS, roleFromParameters } from '../upstream/server-role.js';
-import type { ServerRole } from '../upstream/server-role.js';
+import { ROLE_PARAMETERS, roleFromParameters } from './server-role.js';
+import type { ServerRole } from './server-role.js';
+import type { BackendStatements } from '../prepared/statement-cache.js';
 
 export type BackendState =
   /** In the pool, free. */
@@ -42,10 +43,7 @@ export interface BackendOwner {
   forward?(messages: Buffer): void;
 }
 
-let nextId = 1;
-
 export class Backend {
-  readonly id = nextId++;
   /** The server (one of upstream's hosts) this connection reached; also where its cancels go. */
   readonly server: ServerAddress;
   /** The server connection (TCP, unix socket or TLS, from the transport). */
@@ -60,6 +58,8 @@ export class Backend {
   readonly trackedMatch = { signature: '', version: -1 };
   /** The session's record of unreported tracked parameters the pooler SET here (see AttachedBackend). */
   readonly unreported = { values: new Map<string, string>(), known: true };
+  /** The session's record of the statements prepared here (see AttachedBackend). */
+  statements: BackendStatements | undefined = undefined;
   readonly createdAt: number;
   /** Wall-clock time it was opened (epoch ms), for display. */
   readonly connectedAtWall = Date.now();

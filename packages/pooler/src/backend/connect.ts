@@ -6,14 +6,14 @@ import { BackendDecoder } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
 import { deriveSaltedPassword } from '../auth/scram.js';
 import type { ScramKeys } from '../auth/scram.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../runtime/clock.js';
 import { describeServer, dialServer } from './dial.js';
 import type { DialedServer, ServerAddress } from './dial.js';
 import type { ReadInto } from '@quicpool/transport';
 import { BackendLoginError, ServerLogin } from './login.js';
 import type { LoginAction } from './login.js';
 import { SocketInput } from './socket-input.js';
-import type { ServerRole } from '../upstream/server-role.js';
+import type { ServerRole } from './server-role.js';
 
 export { BackendLoginError } from './login.js';
 

@@ -9,9 +9,9 @@ import type { BackendMessage, NoticeFields } from '@quicpool/wire';
 import { md5Response, md5Secret } from '../auth/md5.js';
 import { SCRAM_SHA_256, ScramClient } from '../auth/scram.js';
 import type { ScramDerivation, ScramKeys } from '../auth/scram.js';
-import type { EncodedError } from '../session/types.js';
-import { roleFromParameters } from '../upstream/server-role.js';
-import type { ServerRole } from '../upstream/server-role.js';
+import type { EncodedError } from '../runtime/encoded-error.js';
+import { roleFromParameters } from './server-role.js';
+import type { ServerRole } from './server-role.js';
 
 /**
  * Login failed: `fields` are the server's ErrorResponse fields when it sent one; `code` says why

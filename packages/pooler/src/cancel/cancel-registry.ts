@@ -7,7 +7,7 @@ import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { encodeStartupPacket } from '@quicpool/wire';
 import { dialServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../runtime/clock.js';
 import type { CancelKey } from '../session/types.js';
 
 export class CancelRegistry<T> {

@@ -9,8 +9,8 @@ import { parseScramSecret, scramSecretFromPassword } from '../auth/scram.js';
 import type { ScramSecret } from '../auth/scram.js';
 import type { PoolSettings } from './pool-settings.js';
 import { resolvePoolSettings, SettingError } from './pool-settings.js';
-import { TARGET_SESSION_ATTRS } from '../upstream/server-role.js';
-import type { TargetSessionAttrs } from '../upstream/server-role.js';
+import { TARGET_SESSION_ATTRS } from '../backend/server-role.js';
+import type { TargetSessionAttrs } from '../backend/server-role.js';
 
 /**
  * How a client proves who it is (names as in pg_hba.conf). 'cert': the session's connection

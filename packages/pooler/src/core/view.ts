@@ -4,7 +4,9 @@
 import type { SessionInfo, TransportKind } from '@quicpool/transport';
 import type { SqlState } from '@quicpool/wire';
 import type { PoolMode } from '../config/pool-settings.js';
-import type { PoolStats, PoolUpstreamEvent } from '../pool/pool.js';
+import type { PoolStats, PoolUpstreamEvent, ServerRow } from '../pool/pool.js';
+
+export type { ServerRow, ServerState } from '../pool/pool.js';
 import type { LoginStage } from '../session/types.js';
 
 /** Where a client session is (SHOW CLIENTS `state`). */
@@ -37,22 +39,6 @@ export interface ClientRow {
   readonly worker: number;
 }
 
-export type ServerState = 'idle' | 'active' | 'resetting';
-
-export interface ServerRow {
-  readonly database: string;
-  readonly user: string;
-  readonly state: ServerState;
-  readonly info: SessionInfo;
-  /** Wall-clock time the connection was opened (epoch ms). */
-  readonly connectedAt: number;
-  /** The server's backend process id (BackendKeyData). */
-  readonly processId: number;
-  /** The server host it is connected to ("host:port" or a socket path). */
-  readonly host: string;
-  /** The worker that holds it (0 for the only one). */
-  readonly worker: number;
-}
 
 export interface PoolRow extends PoolStats {
   readonly database: string;

@@ -41,7 +41,7 @@ export class BackendLists {
         this.resetting.delete(b);
         break;
       case 'closed':
-        throw new Error(`backend ${b.id} is closed`);
+        throw new Error(`backend ${b.processId} is closed`);
       default: {
         const never: never = b.state;
         throw new Error(`unhandled backend state ${String(never)}`);

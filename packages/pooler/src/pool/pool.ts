@@ -13,11 +13,10 @@ import type { BackendLogin } from '../backend/connect.js';
 import { describeServer, sameServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
 import { fatal } from '../backend/login.js';
-import type { Timer } from '../core/clock.js';
-import { every } from '../core/clock.js';
-import type { ServerRow } from '../core/view.js';
+import type { Timer } from '../runtime/clock.js';
+import { every } from '../runtime/clock.js';
 import { PreparedRegistry } from '../prepared/registry.js';
-import type { ReleaseFacts } from '../session/types.js';
+import type { ReleaseFacts, ServerRow } from './types.js';
 import type { BudgetedPool, ServerBudget } from '../workers/budgets.js';
 import { BackendLists } from './backend-lists.js';
 import { ServerParameters } from './server-parameters.js';
@@ -26,7 +25,7 @@ import type { PoolDependencies, PoolStats } from './types.js';
 import { WaitQueue } from './wait-queue.js';
 
 export type { Waiter } from '../backend/backend.js';
-export type { PoolDependencies, PoolStats, PoolUpstreamEvent, TransactionServed } from './types.js';
+export type { PoolDependencies, PoolStats, PoolUpstreamEvent, ReleaseFacts, ServerRow, ServerState, TransactionServed } from './types.js';
 
 export class Pool implements BudgetedPool {
   /** Its server connections, each in the list of its state. */

@@ -5,8 +5,8 @@
 import { describeServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
 import { BackendLoginError, fatal } from '../backend/login.js';
-import type { Clock, Timer } from '../core/clock.js';
-import type { EncodedError } from '../session/types.js';
+import type { Clock, Timer } from '../runtime/clock.js';
+import type { EncodedError } from '../runtime/encoded-error.js';
 import { SQLSTATE } from '@quicpool/wire';
 import { loginFailurePasses, loginFailureReason } from '../upstream/login-failure.js';
 import { Outage } from '../upstream/outage.js';

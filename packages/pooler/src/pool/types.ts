@@ -1,10 +1,12 @@
-// What a pool shows (PoolStats), tells (PoolUpstreamEvent, TransactionServed) and needs
-// (PoolDependencies).
+// What a pool shows (PoolStats, ServerRow), tells (PoolUpstreamEvent, TransactionServed), takes
+// (ReleaseFacts) and needs (PoolDependencies).
+import type { SessionInfo } from '@quicpool/transport';
+import type { TransactionStatus } from '@quicpool/wire';
 import type { Waiter } from '../backend/backend.js';
 import type { BackendConnection, BackendLogin } from '../backend/connect.js';
 import type { ServerAddress } from '../backend/dial.js';
-import type { Clock } from '../core/clock.js';
-import type { WriteBatcher } from '../core/write-batcher.js';
+import type { Clock } from '../runtime/clock.js';
+import type { WriteBatcher } from '../runtime/write-batcher.js';
 import type { HostChoice } from '../upstream/host-choice.js';
 import type { BudgetedPool, ServerBudget } from '../workers/budgets.js';
 import type { Pool } from './pool.js';
@@ -81,4 +83,32 @@ export interface PoolDependencies {
   readonly serverRoleChanged?: (server: ServerAddress) => void;
   /** Jitter of the login retries (tests pass a fixed one). */
   readonly random?: () => number;
+}
+
+/** Facts about a backend being given back; the pool decides what it needs (rollback, reset, close). */
+export interface ReleaseFacts {
+  /** Transaction status of its last ReadyForQuery. */
+  readonly status: TransactionStatus;
+  /** A request is still in flight (its ReadyForQuery has not arrived). */
+  readonly busy: boolean;
+  /** Session state may have been changed (SET, PREPARE, LISTEN ..., or session pooling). */
+  readonly dirty: boolean;
+}
+
+/** A server connection as SHOW SERVERS lists it. */
+export type ServerState = 'idle' | 'active' | 'resetting';
+
+export interface ServerRow {
+  readonly database: string;
+  readonly user: string;
+  readonly state: ServerState;
+  readonly info: SessionInfo;
+  /** Wall-clock time the connection was opened (epoch ms). */
+  readonly connectedAt: number;
+  /** The server's backend process id (BackendKeyData). */
+  readonly processId: number;
+  /** The server host it is connected to ("host:port" or a socket path). */
+  readonly host: string;
+  /** The worker that holds it (0 for the only one). */
+  readonly worker: number;
 }

@@ -4,8 +4,8 @@
 // timer, aimed at the oldest waiter, serves them all (no timer per wait). A client served at once
 // never enters it. A waiter whose time is up gets the error `expired` makes for it.
 import type { Waiter } from '../backend/backend.js';
-import type { Clock, Timer } from '../core/clock.js';
-import type { EncodedError } from '../session/types.js';
+import type { Clock, Timer } from '../runtime/clock.js';
+import type { EncodedError } from '../runtime/encoded-error.js';
 
 export class WaitQueue {
   private readonly waiters = new Map<Waiter, number>();

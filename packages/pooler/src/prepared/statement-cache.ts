@@ -49,15 +49,3 @@ export class BackendStatements {
     return this.names.size;
   }
 }
-
-const caches = new WeakMap<object, BackendStatements>();
-
-/** The statement cache of a backend (keyed by the backend object itself). */
-export function statementsOf(backend: object, limit: number): BackendStatements {
-  let c = caches.get(backend);
-  if (c === undefined) {
-    c = new BackendStatements(limit);
-    caches.set(backend, c);
-  }
-  return c;
-}

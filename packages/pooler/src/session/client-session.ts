@@ -7,9 +7,9 @@
 import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
 import type { ScramKeys } from '../auth/scram.js';
-import { IdleAnswers } from '../prepared/idle-answers.js';
+import { IdleAnswers } from './idle-answers.js';
 import { StatementRouter } from '../prepared/statement-router.js';
-import { statementsOf } from '../prepared/statement-cache.js';
+import { BackendStatements } from '../prepared/statement-cache.js';
 import { ParameterSync, refusedParameter, resetsParameters, unreportedUnknown } from './parameter-sync.js';
 import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
 import { rejectedStatement } from './session-policy.js';
@@ -400,7 +400,7 @@ export class ClientSession implements StartupOwner {
     this.backendEnding = false;
     this.phase = 'attached';
     this.tx.attached(this.ctx.poolMode === 'session' || this.pinnedBy !== null);
-    this.router?.attach(statementsOf(b, this.ctx.preparedStatementCacheSize ?? 1000));
+    if (this.router !== null) this.router.attach((b.statements ??= new BackendStatements(this.ctx.preparedStatementCacheSize ?? 1000)));
     const set = this.parameters.applyTo(b);
     if (set !== null) {
       // The client's tracked parameters, SET where this backend differs; the answers are swallowed.

@@ -4,7 +4,7 @@
 // send and what happened; the owner (ClientSession) runs the rest of the session.
 import { decodeFrontendMessage, encodeBackend, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { AuthenticationResponseKind, RawMessage, SqlState, StartupMessage, StartupPacket } from '@quicpool/wire';
-import { ClientAuthenticator } from '../auth/client-auth.js';
+import { ClientAuthenticator } from './client-auth.js';
 import { checkStartupParameters } from './startup-parameters.js';
 import type { ScramKeys } from '../auth/scram.js';
 import type { Refusal, SessionAction, SessionContext } from './types.js';

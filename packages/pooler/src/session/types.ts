@@ -1,12 +1,19 @@
 // What goes into and comes out of a client session's state machine. The machine does no I/O:
 // the driver turns transport and pool happenings into events and carries out the actions.
 import type { ServerAddress } from '../backend/dial.js';
-import type { RawMessage, SqlState, StartupPacket, TransactionStatus } from '@quicpool/wire';
+import type { EncodedError } from '../runtime/encoded-error.js';
+import type { ReleaseFacts } from '../pool/types.js';
+import type { BackendStatements } from '../prepared/statement-cache.js';
+import type { RawMessage, SqlState, StartupPacket } from '@quicpool/wire';
 import type { PeerCertificate, TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
 import type { ScramKeys } from '../auth/scram.js';
 import type { ResolvedUser } from '../config/pooler-config.js';
 import type { PreparedRegistry } from '../prepared/registry.js';
+
+// Defined where they belong (the pool's API, the runtime's error), named here for the session's users.
+export type { EncodedError } from '../runtime/encoded-error.js';
+export type { ReleaseFacts } from '../pool/types.js';
 
 /** What the session needs to know about the backend it was given. */
 export interface AttachedBackend {
@@ -27,14 +34,10 @@ export interface AttachedBackend {
    * next attach. Absent: such parameters are SET at every attach.
    */
   readonly unreported?: { readonly values: Map<string, string>; known: boolean };
+  /** Scratch space the session keeps on the backend: the statements prepared there (made at its first attach). */
+  statements?: BackendStatements | undefined;
 }
 
-/** An ErrorResponse ready to send, with what it says (so nobody decodes it again). */
-export interface EncodedError {
-  readonly bytes: Buffer;
-  readonly sqlstate: string;
-  readonly message: string;
-}
 
 export interface CancelKey {
   readonly processId: number;
@@ -74,15 +77,6 @@ export type SessionEvent =
  */
 export type SessionTimer = 'authentication' | 'authFailure' | 'clientIdle' | 'idleInTransaction' | 'query';
 
-/** Facts about a backend being given back; the pool decides what it needs (rollback, reset, close). */
-export interface ReleaseFacts {
-  /** Transaction status of its last ReadyForQuery. */
-  readonly status: TransactionStatus;
-  /** A request is still in flight (its ReadyForQuery has not arrived). */
-  readonly busy: boolean;
-  /** Session state may have been changed (SET, PREPARE, LISTEN ..., or session pooling). */
-  readonly dirty: boolean;
-}
 
 /** Where a login that did not complete stopped. */
 export type LoginStage =

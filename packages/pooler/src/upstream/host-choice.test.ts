@@ -5,7 +5,7 @@ import type { BackendConnection } from '../backend/connect.js';
 import type { ServerAddress } from '../backend/dial.js';
 import { BackendLoginError } from '../backend/login.js';
 import { HostChoice } from './host-choice.js';
-import type { ServerRole, TargetSessionAttrs } from './server-role.js';
+import type { ServerRole, TargetSessionAttrs } from '../backend/server-role.js';
 import { loginFailurePasses, loginFailureReason, NO_TARGET } from './login-failure.js';
 
 const A = { host: 'a', port: 5432 };

@@ -8,8 +8,8 @@ import type { BackendConnection } from '../backend/connect.js';
 import { describeServer, sameServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
 import { BackendLoginError } from '../backend/login.js';
-import { describeRole, qualifies } from './server-role.js';
-import type { TargetSessionAttrs } from './server-role.js';
+import { describeRole, qualifies } from '../backend/server-role.js';
+import type { TargetSessionAttrs } from '../backend/server-role.js';
 import { NO_TARGET } from './login-failure.js';
 
 export class HostChoice {

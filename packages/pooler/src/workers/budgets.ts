@@ -6,7 +6,7 @@
 // ends, until the budget is spread evenly over the workers that need it (SharedCounts.shouldGive).
 // The daemon-wide limit takes idle connections of any pool, as PgBouncer closes another pool's
 // idle server connection when max_db_connections is reached.
-import type { Clock, Timer } from '../core/clock.js';
+import type { Clock, Timer } from '../runtime/clock.js';
 import type { PeerMessage, Peers } from './peers.js';
 import type { SharedCounts, Slot, TakeResult } from './shared-counts.js';
 

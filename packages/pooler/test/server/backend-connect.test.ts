@@ -7,8 +7,8 @@ import { generateDevCertificates } from '@quicpool/transport';
 import { BackendLoginError, connectBackend as connectTo } from '../../src/backend/connect.js';
 import type { BackendLogin } from '../../src/backend/connect.js';
 import type { ServerAddress } from '../../src/backend/dial.js';
-import { realClock } from '../../src/core/clock.js';
-import type { Clock } from '../../src/core/clock.js';
+import { realClock } from '../../src/runtime/clock.js';
+import type { Clock } from '../../src/runtime/clock.js';
 
 const pg = inject('pg');
 

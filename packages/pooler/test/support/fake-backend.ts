@@ -5,8 +5,8 @@ import type { SessionInfo, SessionStream } from '@quicpool/transport';
 import { BackendDecoder, encodeBackend } from '@quicpool/wire';
 import type { BackendConnection } from '../../src/backend/connect.js';
 import type { PoolDependencies } from '../../src/pool/pool.js';
-import { WriteBatcher } from '../../src/core/write-batcher.js';
-import type { Clock } from '../../src/core/clock.js';
+import { WriteBatcher } from '../../src/runtime/write-batcher.js';
+import type { Clock } from '../../src/runtime/clock.js';
 
 const READY = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
 

@@ -1,6 +1,6 @@
 // A clock the test moves by hand: timers fire in deadline order when `advance` passes them, never
 // on their own. Pools and sessions built with it have deterministic time: no test sleeps.
-import type { Clock, Timer } from '../../src/core/clock.js';
+import type { Clock, Timer } from '../../src/runtime/clock.js';
 
 interface Entry {
   readonly at: number;

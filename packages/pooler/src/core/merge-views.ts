@@ -1,7 +1,7 @@
 // The view of a daemon with several workers: what each worker's pooler shows, added up. Pools of
 // the same (database, user) become one row (counts and totals summed, the longest wait kept);
 // clients and servers are listed from every worker.
-import type { PoolerView, PoolRow } from '../core/view.js';
+import type { PoolerView, PoolRow } from './view.js';
 
 export function mergeViews(views: readonly PoolerView[]): PoolerView {
   if (views.length === 1) return views[0]!;

@@ -10,9 +10,9 @@
 // usual, so the client sees either all answers from the pooler or all from a backend.
 import { encodeBackend, MessageType } from '@quicpool/wire';
 import type { TransactionStatus } from '@quicpool/wire';
-import { mayChangeSessionState } from '../session/session-state-change.js';
-import type { ClientStatement, StatementRouter } from './statement-router.js';
-import { PARSE_COMPLETE, parseName, poolerName, renameParse, statementTarget } from './wire-names.js';
+import { mayChangeSessionState } from './session-state-change.js';
+import type { ClientStatement, StatementRouter } from '../prepared/statement-router.js';
+import { PARSE_COMPLETE, parseName, poolerName, renameParse, statementTarget } from '../prepared/wire-names.js';
 
 /** A group longer than this goes to a backend (what is collected here stays bounded). */
 const MAX_GROUP = 64;

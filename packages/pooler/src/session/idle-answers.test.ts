@@ -3,10 +3,10 @@
 // with the same bytes; anything else still goes to a backend, in order.
 import { describe, expect, it } from 'vitest';
 import type { BackendMessage } from '@quicpool/wire';
-import { ClientSession } from '../session/client-session.js';
-import type { SessionAction } from '../session/types.js';
+import { ClientSession } from './client-session.js';
+import type { SessionAction } from './types.js';
 import { clientMessages, raw, rawBackend, testContext } from '../../test/support/session-helpers.js';
-import { PreparedRegistry } from './registry.js';
+import { PreparedRegistry } from '../prepared/registry.js';
 
 const KEY = { processId: 42, secretKey: Buffer.from([1, 2, 3, 4]) };
 const PARAMS = new Map([['server_version', '17.0']]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PoolerView, PoolRow } from '../core/view.js';
+import type { PoolerView, PoolRow } from './view.js';
 import { mergeViews } from './merge-views.js';
 
 const pool = (database: string, n: number, extra: Partial<PoolRow> = {}): PoolRow => ({

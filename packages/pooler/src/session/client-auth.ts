@@ -5,9 +5,9 @@ import { encodeBackend, SQLSTATE } from '@quicpool/wire';
 import type { AuthenticationResponseKind, TypedFrontendMessage, SqlState } from '@quicpool/wire';
 import type { PeerCertificate } from '@quicpool/transport';
 import type { ResolvedUser } from '../config/pooler-config.js';
-import { verifyMd5 } from './md5.js';
-import { DEFAULT_SCRAM_ITERATIONS, SCRAM_SHA_256, ScramServer } from './scram.js';
-import type { ScramKeys, ScramSecret } from './scram.js';
+import { verifyMd5 } from '../auth/md5.js';
+import { DEFAULT_SCRAM_ITERATIONS, SCRAM_SHA_256, ScramServer } from '../auth/scram.js';
+import type { ScramKeys, ScramSecret } from '../auth/scram.js';
 
 export type AuthStep =
   /** Send `bytes`, then decode the client's next 'p' message as `expect`. */

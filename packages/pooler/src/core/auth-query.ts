@@ -8,10 +8,10 @@
 import { decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
 import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
-import type { Clock, Timer } from '../core/clock.js';
+import type { Clock, Timer } from '../runtime/clock.js';
 import type { AuthQuerySettings, ResolvedUser } from '../config/pooler-config.js';
 import type { EncodedError } from '../session/types.js';
-import { parseScramSecret } from './scram.js';
+import { parseScramSecret } from '../auth/scram.js';
 
 /** Users found by auth_query map no certificates. */
 const NO_NAMES: ReadonlySet<string> = new Set();
