@@ -2,20 +2,14 @@
 // per (database, user)), admission counts, cancel keys, the clock and the write batcher, the
 // virtual databases served in process (the admin console), PAUSE, and the view and events its
 // observers read. Client sessions reach the rest of the pooler only through this.
-import { createMemoryPair } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
 import { SQLSTATE } from '@quicpool/wire';
 import { AuthQuery } from './auth-query.js';
 import type { ScramKeys } from '../auth/scram.js';
-import { connectBackend } from '../backend/connect.js';
-import type { BackendConnection, BackendLogin } from '../backend/connect.js';
-import { describeServer } from '../backend/dial.js';
-import type { ServerAddress } from '../backend/dial.js';
-import { CancelRegistry, forwardCancel } from '../cancel/cancel-registry.js';
+import { Cancels } from '../cancel/cancels.js';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { Pool } from '../pool/pool.js';
-import type { PoolDependencies, PoolUpstreamEvent } from '../pool/pool.js';
-import { HostChoice } from '../upstream/host-choice.js';
+import type { PoolUpstreamEvent, TransactionServed } from '../pool/pool.js';
 import type { CancelKey, Refusal, SessionContext } from '../session/types.js';
 import { CycleClock } from '../runtime/clock.js';
 import type { Clock } from '../runtime/clock.js';
@@ -25,8 +19,11 @@ import { Budgets } from '../workers/budgets.js';
 import { joinPeers } from '../workers/peers.js';
 import type { PeerMessage, Peers } from '../workers/peers.js';
 import { SharedCounts } from '../workers/shared-counts.js';
-import type { Slot } from '../workers/shared-counts.js';
 import type { PoolerWorker } from '../workers/worker.js';
+import { Admission } from './admission.js';
+import { PauseState } from './pause.js';
+import { makePool, servedInProcess } from './make-pool.js';
+import type { PoolSurroundings } from './make-pool.js';
 
 /** What the core needs from a client session's driver. */
 export interface ClientHandle {
@@ -62,31 +59,24 @@ export class PoolerCore {
   /** Failed server logins by reason (a SQLSTATE or an errno), for SHOW STATS and the metrics. */
   private readonly serverLoginFailures = new Map<string, number>();
   private readonly clients = new Set<ClientHandle>();
-  private readonly cancelKeys: CancelRegistry<ClientHandle>;
+  private readonly cancels: Cancels<ClientHandle>;
   /** This worker's index (0 for the only one). */
   readonly workerIndex: number;
   /** Daemon-wide counts: clients and server connections (see workers/shared-counts.ts). */
   private readonly counts: SharedCounts;
   private readonly peers: Peers;
   private readonly budgets: Budgets;
-  /** This worker's references to the shared table, per pool key: admitted clients plus its pool. */
-  private readonly slots = new Map<string, { readonly slot: Slot; refs: number }>();
+  /** Client sessions admitted to each pool, within the daemon-wide limits. */
+  private readonly admission: Admission;
   private readonly pools = new Map<string, Pool>();
   private readonly virtualDatabases = new Map<string, VirtualDatabase>();
-  /** Client sessions admitted per pool key, and in all. */
-  private readonly admitted = new Map<string, number>();
-  private admittedTotal = 0;
   private accepting = true;
-  private paused = false;
-  private pauseWaiters: Array<() => void> = [];
+  private readonly pauseState: PauseState;
   private clientsAcceptedTotal = 0;
   private clientsRefusedTotal = 0;
-  private cancelRequestsTotal = 0;
-  private cancelsForwardedTotal = 0;
   private earlyDataSessionsTotal = 0;
   /** Called once when the last client session has ended (clientsGone). */
   private readonly emptyWaiters: (() => void)[] = [];
-  private readonly pendingCancels = new Set<Promise<void>>();
   /**
    * Per pool key: the SCRAM keys of the last client that authenticated to it, for a user with no
    * server password (auth_query users, scram_secret-only users): the pool's logins use them.
@@ -95,6 +85,8 @@ export class PoolerCore {
   /** auth_query's one connection (as the auth user): a pool of its own, in no SHOW. */
   private lookupPool: Pool | null = null;
   private readonly authQuery: AuthQuery;
+  /** What every pool of this core shares (see make-pool.ts). */
+  private readonly surroundings: PoolSurroundings;
 
   constructor(
     private current: ResolvedPoolerConfig,
@@ -105,17 +97,35 @@ export class PoolerCore {
     const workers = worker?.count ?? 1;
     this.counts = new SharedCounts(worker?.shared ?? SharedCounts.allocate(1, false), workers);
     this.peers = worker === null || workers === 1 ? NO_PEERS : joinPeers(worker.groupId, (m) => this.onPeer(m));
-    this.cancelKeys = new CancelRegistry<ClientHandle>(this.workerIndex, workers);
     this.clock = new CycleClock(clock);
+    this.cancels = new Cancels<ClientHandle>(this.workerIndex, workers, () => this.peers, () => this.current.server, this.clock);
+    this.admission = new Admission(this.counts, this.workerIndex);
+    this.pauseState = new PauseState(this.clock);
     this.budgets = new Budgets(this.counts, this.workerIndex, this.peers, () => this.current.maxServerConnections, this.clock);
     this.batcher = new WriteBatcher(this.clock);
+    this.surroundings = {
+      config: () => this.current,
+      clock: this.clock,
+      batcher: this.batcher,
+      scramKeys: this.scramKeys,
+      served: (p, t) => this.served(p, t),
+      upstream: (p, e) => this.upstreamEvent(p, e),
+      serverRoleChanged: (server) => {
+        for (const p of this.pools.values()) p.dropIdleOf(server);
+        this.lookupPool?.dropIdleOf(server);
+      },
+    };
     this.authQuery = new AuthQuery(
       () => {
         const s = this.current.authQuery;
         if (s === undefined) throw new Error('auth_query is not configured');
         return s;
       },
-      () => (this.lookupPool ??= this.newPool(this.current.authQuery?.database ?? '', this.current.authQuery?.user ?? '', { poolSize: 1, minPoolSize: 0 })),
+      () => {
+        const database = this.current.authQuery?.database ?? '';
+        const user = this.current.authQuery?.user ?? '';
+        return (this.lookupPool ??= makePool(this.surroundings, database, user, { key: poolKey(database, user), own: { poolSize: 1, minPoolSize: 0 } }));
+      },
       this.clock,
     );
   }
@@ -200,23 +210,9 @@ export class PoolerCore {
 
   private admit(database: string, user: string): Refusal | undefined {
     if (!this.accepting) return { sqlstate: SQLSTATE.CANNOT_CONNECT_NOW, message: 'the pooler is shutting down' };
-    const key = poolKey(database, user);
-    const slot = this.holdSlot(key);
-    if (slot === null) {
-      return { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: `too many pools: the pooler serves at most ${this.counts.slots} (database, user) pairs at once` };
-    }
     // Both limits hold for the whole daemon (every worker counts in the same place).
-    const perPool = this.config.maxClientsPerPool;
-    const admitted = this.counts.admitClient(slot, this.workerIndex, perPool, this.config.maxClientConnections);
-    if (admitted !== 'ok') {
-      this.releaseSlot(key);
-      return admitted === 'global'
-        ? { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' }
-        : { sqlstate: SQLSTATE.TOO_MANY_CONNECTIONS, message: `too many clients for database "${database}" and user "${user}" (maxClientsPerPool ${perPool})` };
-    }
-    const n = this.admitted.get(key) ?? 0;
-    this.admitted.set(key, n + 1);
-    this.admittedTotal++;
+    const refused = this.admission.admit(poolKey(database, user), database, user, this.config);
+    if (refused !== undefined) return refused;
     // Authenticated first, refused after: the refusal tells no one but the user itself that it is no admin.
     const vdb = this.virtualDatabases.get(database);
     if (vdb !== undefined && !vdb.users.has(user)) {
@@ -229,14 +225,7 @@ export class PoolerCore {
   closed(client: ClientHandle, admittedKey: string | null): void {
     if (!this.clients.delete(client)) return;
     if (this.clients.size === 0) for (const w of this.emptyWaiters.splice(0)) w();
-    if (admittedKey === null) return;
-    this.admittedTotal--;
-    const entry = this.slots.get(admittedKey);
-    if (entry !== undefined) this.counts.leaveClient(entry.slot, this.workerIndex);
-    this.releaseSlot(admittedKey);
-    const n = (this.admitted.get(admittedKey) ?? 1) - 1;
-    if (n > 0) return void this.admitted.set(admittedKey, n);
-    this.admitted.delete(admittedKey);
+    if (admittedKey === null || !this.admission.leave(admittedKey)) return;
     // A pool that never logged in (e.g. its database does not exist) and has no clients left is
     // forgotten, so clients naming arbitrary databases cannot pile up pools.
     const pool = this.pools.get(admittedKey);
@@ -246,29 +235,9 @@ export class PoolerCore {
       this.scramKeys.delete(admittedKey);
       if (!this.virtualDatabases.has(pool.database)) {
         this.budgets.drop(admittedKey);
-        this.releaseSlot(admittedKey);
+        this.admission.release(admittedKey);
       }
     }
-  }
-
-  /** A reference to `key`'s place in the shared counts (one per admitted client, one for its pool). */
-  private holdSlot(key: string): Slot | null {
-    const held = this.slots.get(key);
-    if (held !== undefined) {
-      held.refs++;
-      return held.slot;
-    }
-    const slot = this.counts.attach(key, this.workerIndex);
-    if (slot === null) return null;
-    this.slots.set(key, { slot, refs: 1 });
-    return slot;
-  }
-
-  private releaseSlot(key: string): void {
-    const held = this.slots.get(key);
-    if (held === undefined || --held.refs > 0) return;
-    this.slots.delete(key);
-    this.counts.detach(held.slot, this.workerIndex);
   }
 
   // --- pools -----------------------------------------------------------------------------------
@@ -278,83 +247,13 @@ export class PoolerCore {
     let pool = this.pools.get(key);
     if (pool !== undefined) return pool;
     const vdb = this.virtualDatabases.get(database);
-    const connect =
-      vdb === undefined
-        ? undefined
-        : (l: BackendLogin): Promise<BackendConnection> =>
-            connectBackend(l, this.config.server, this.clock, () => {
-              const [client, server] = createMemoryPair();
-              vdb.serve(server);
-              return Promise.resolve({ stream: client, readsInto: false });
-            });
+    const connect = vdb === undefined ? undefined : servedInProcess((stream) => vdb.serve(stream), this.config.server, this.clock);
     // A real pool draws on the daemon-wide server budget; the admin console's is in process.
-    const slot = vdb === undefined ? this.holdSlot(key) : null;
+    const slot = vdb === undefined ? this.admission.hold(key) : null;
     const budget = slot === null ? undefined : (p: Parameters<Budgets['forPool']>[2]) => this.budgets.forPool(key, slot, p);
-    pool = this.newPool(database, user, {}, connect, budget);
-    if (this.paused && vdb === undefined) pool.pause();
+    pool = makePool(this.surroundings, database, user, { key, ...(connect !== undefined ? { connect } : {}), ...(budget !== undefined ? { budget } : {}) });
+    if (this.pauseState.paused && vdb === undefined) pool.pause();
     this.pools.set(key, pool);
-    return pool;
-  }
-
-  /**
-   * A pool for (database, user), its settings the config's with `own` over them: of real server
-   * connections to the first of upstream's hosts that suits it, unless `connect` serves it otherwise.
-   */
-  private newPool(
-    database: string,
-    user: string,
-    own: Partial<ResolvedPoolerConfig['pool']>,
-    connect?: (l: BackendLogin) => Promise<BackendConnection>,
-    budget?: PoolDependencies['budget'],
-  ): Pool {
-    const cfg = (): ResolvedPoolerConfig => this.current;
-    const key = poolKey(database, user);
-    const virtual = this.virtualDatabases.has(database);
-    // Getters: a reload (new config) reaches existing pools without rebuilding them.
-    const keys = this.scramKeys;
-    const login: BackendLogin = {
-      database,
-      user,
-      get password() {
-        return virtual ? undefined : cfg().users.get(user)?.serverPassword;
-      },
-      get scramKeys() {
-        return virtual ? undefined : keys.get(key);
-      },
-      get connectTimeoutMs() {
-        return cfg().server.connectTimeoutMs;
-      },
-      get needsRole() {
-        return hosts !== undefined && hosts.attrs() !== 'any';
-      },
-    };
-    const hosts =
-      connect === undefined
-        ? new HostChoice(
-            () => cfg().server.hosts,
-            () => cfg().databases.get(database)?.targetSessionAttrs ?? cfg().server.targetSessionAttrs,
-            (server) => connectBackend(login, server, this.clock),
-            (from, to) => this.upstreamEvent(pool, { type: 'hostChanged', from: describeServer(from), to: describeServer(to), why: 'the host before it did not answer or is of the wrong kind' }),
-          )
-        : undefined;
-    const pool: Pool = new Pool(database, user, { ...cfg().pool, ...own }, login, {
-      clock: this.clock,
-      connect: connect ?? (() => hosts!.connect()),
-      batcher: this.batcher,
-      served: (p, t) => this.served(p, t.waiter, t.waitMs, t.xactMs),
-      ...(budget !== undefined ? { budget } : {}),
-      ...(hosts !== undefined
-        ? {
-            hosts,
-            outageWaitMs: () => cfg().server.outageWaitMs,
-            upstream: (p: Pool, e: PoolUpstreamEvent) => this.upstreamEvent(p, e),
-            serverRoleChanged: (server: ServerAddress) => {
-              for (const p of this.pools.values()) p.dropIdleOf(server);
-              this.lookupPool?.dropIdleOf(server);
-            },
-          }
-        : {}),
-    });
     return pool;
   }
 
@@ -366,8 +265,8 @@ export class PoolerCore {
     for (const l of this.events.upstream) l(event);
   }
 
-  private served(pool: Pool, waiter: unknown, waitMs: number, xactMs: number): void {
-    if (this.pauseWaiters.length > 0 && this.activeServers() === 0) this.wakePauseWaiters();
+  private served(pool: Pool, { waiter, waitMs, xactMs }: TransactionServed): void {
+    if (this.pauseState.waiting && this.activeServers() === 0) this.pauseState.quiet();
     if (this.events.transaction.size === 0) return; // no event built when nobody listens
     const transport = (waiter as Partial<ClientHandle>).info?.kind ?? 'memory';
     const e = { database: pool.database, user: pool.user, transport, waitMs, xactMs };
@@ -387,7 +286,7 @@ export class PoolerCore {
   }
 
   get isPaused(): boolean {
-    return this.paused;
+    return this.pauseState.paused;
   }
 
   /**
@@ -396,41 +295,23 @@ export class PoolerCore {
    * `timeoutMs` of the pooler's clock.
    */
   pause(timeoutMs: number): Promise<boolean> {
-    this.paused = true;
     for (const p of this.pools.values()) if (!this.virtualDatabases.has(p.database)) p.pause();
-    if (this.activeServers() === 0) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const timer = this.clock.setTimer(() => {
-        this.pauseWaiters = this.pauseWaiters.filter((w) => w !== done);
-        resolve(false);
-      }, timeoutMs);
-      const done = (): void => {
-        this.clock.clearTimer(timer);
-        resolve(true);
-      };
-      this.pauseWaiters.push(done);
-    });
-  }
-
-  private wakePauseWaiters(): void {
-    const w = this.pauseWaiters;
-    this.pauseWaiters = [];
-    for (const done of w) done();
+    return this.pauseState.begin(this.activeServers(), timeoutMs);
   }
 
   resume(): void {
-    this.paused = false;
+    this.pauseState.end();
     for (const p of this.pools.values()) p.resume();
   }
 
   // --- cancel requests -------------------------------------------------------------------------
 
   registerCancelKey(client: ClientHandle, protocolMinor: number): CancelKey {
-    return this.cancelKeys.register(client, protocolMinor);
+    return this.cancels.register(client, protocolMinor);
   }
 
   unregisterCancelKey(processId: number): void {
-    this.cancelKeys.unregister(processId);
+    this.cancels.unregister(processId);
   }
 
   /**
@@ -438,25 +319,12 @@ export class PoolerCore {
    * A key of another worker's session goes to that worker (the key names it).
    */
   cancel(processId: number, secretKey: Buffer): void {
-    this.cancelRequestsTotal++;
-    const owner = this.cancelKeys.workerOf(processId);
-    if (owner !== this.workerIndex) return this.peers.post({ type: 'cancel', to: owner, processId, secretKey });
-    this.cancelHere(processId, secretKey);
-  }
-
-  private cancelHere(processId: number, secretKey: Buffer): void {
-    const target = this.cancelKeys.lookup(processId, secretKey)?.runningRequest() ?? null;
-    if (target === null) return;
-    this.cancelsForwardedTotal++;
-    const p = forwardCancel(target.server ?? this.config.server, target, this.config.server.connectTimeoutMs, this.clock);
-    this.pendingCancels.add(p);
-    void p.then(() => this.pendingCancels.delete(p));
+    this.cancels.cancel(processId, secretKey);
   }
 
   /** News from another worker of the daemon. */
   private onPeer(m: PeerMessage): void {
-    if (m.type !== 'cancel') return this.budgets.receive(m);
-    if (m.to === this.workerIndex) this.cancelHere(m.processId, Buffer.from(m.secretKey));
+    if (!this.cancels.receive(m)) this.budgets.receive(m);
   }
 
   // --- shutdown --------------------------------------------------------------------------------
@@ -496,8 +364,8 @@ export class PoolerCore {
     return { done, cut: () => finish(false) };
   }
 
-  async settled(): Promise<void> {
-    await Promise.all([...this.pendingCancels]);
+  settled(): Promise<void> {
+    return this.cancels.settled();
   }
 
   /** The pooler is closed: this worker leaves the group (its counts are zero by now). */
@@ -512,18 +380,18 @@ export class PoolerCore {
     const servers: ServerRow[] = [];
     for (const [key, p] of this.pools) {
       const virtual = this.virtualDatabases.has(p.database);
-      pools.push({ database: p.database, user: p.user, poolMode: p.settings.poolMode, clients: this.admitted.get(key) ?? 0, virtual, ...p.stats() });
+      pools.push({ database: p.database, user: p.user, poolMode: p.settings.poolMode, clients: this.admission.clientsOf(key), virtual, ...p.stats() });
       if (!virtual) for (const r of p.serverRows()) servers.push({ ...r, worker: this.workerIndex });
     }
     return {
-      paused: this.paused,
+      paused: this.pauseState.paused,
       clients: [...this.clients].map((c) => ({ ...c.row(), worker: this.workerIndex })),
       pools,
       servers,
       clientsAcceptedTotal: this.clientsAcceptedTotal,
       clientsRefusedTotal: this.clientsRefusedTotal,
-      cancelRequestsTotal: this.cancelRequestsTotal,
-      cancelsForwardedTotal: this.cancelsForwardedTotal,
+      cancelRequestsTotal: this.cancels.requestsTotal,
+      cancelsForwardedTotal: this.cancels.forwardedTotal,
       earlyDataSessionsTotal: this.earlyDataSessionsTotal,
       serverLoginFailuresTotal: Object.fromEntries(this.serverLoginFailures),
     };

@@ -1,8 +1,8 @@
 // The thin driver of one client session: decodes the client's bytes into events for the
 // ClientSession state machine and carries out its actions on the stream, the pool, the backend
 // and the clock. It keeps I/O handles only (the stream and its writer, the attached backend, the
-// pool, timers, read pauses) plus the traffic counted for the pool; every decision and every fact
-// about the session comes from the machine.
+// pool, its timers (session-timers.ts), read pauses) plus the traffic counted for the pool
+// (traffic.ts); every decision and every fact about the session comes from the machine.
 import { decodeStartupPacket, encodeFrontend, FrontendDecoder, MessageType, ProtocolError, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
 import { upgradeToTls } from '@quicpool/transport';
@@ -11,28 +11,18 @@ import type { ScramKeys } from '../auth/scram.js';
 import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
 import { BackendLoginError, fatal } from '../backend/login.js';
 import { clientReads } from './client-reads.js';
-import type { Timer } from '../runtime/clock.js';
+import { clientRow } from './client-row.js';
+import { EventQueue } from './event-queue.js';
+import { HOLD_MESSAGES, PAUSED_BACKEND_FULL, PAUSED_LOOKUP, PAUSED_TLS, PAUSED_WAITING, WAITING_PAUSE_BYTES } from './read-pauses.js';
+import { SessionTimers } from './session-timers.js';
+import { Traffic } from './traffic.js';
 import type { ClientHandle, PoolerCore } from '../core/pooler-core.js';
-import type { ClientRow, ClientState } from '../core/view.js';
+import type { ClientRow } from '../core/view.js';
 import type { BatchedWriter } from '../runtime/write-batcher.js';
 import type { Pool } from '../pool/pool.js';
 import { ClientSession } from '../session/client-session.js';
-import type { CancelKey, EncodedError, SessionAction, SessionEvent, SessionTimer } from '../session/types.js';
+import type { CancelKey, EncodedError, SessionAction, SessionEvent } from '../session/types.js';
 
-/** Why reading the client is paused (bits: several may hold at once). */
-const PAUSED_WAITING = 1;
-const PAUSED_BACKEND_FULL = 2;
-const PAUSED_TLS = 4;
-/** The StartupMessage names a user auth_query must look up first. */
-const PAUSED_LOOKUP = 8;
-/** Reading stops at once (not only new chunks) while one of these holds. */
-const HOLD_MESSAGES = PAUSED_TLS | PAUSED_LOOKUP;
-
-/**
- * A client waiting for a backend is paused only once this much of its input is queued: a client
- * that sends one request and waits (the common case) costs no pause/resume per transaction.
- */
-const WAITING_PAUSE_BYTES = 64 * 1024;
 /** A client that does not read after we ended its stream is cut off after this long. */
 const CLOSE_LINGER_MS = 5_000;
 /** What the end of a client's stream means once it is logged in (see `onEnd`). */
@@ -49,25 +39,17 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   private pool: Pool | null = null;
   /** The backend's key while a request runs on it (what a CancelRequest interrupts), else null. */
   private cancelProcessId = 0;
-  private readonly queue: SessionEvent[] = [];
-  private dispatching = false;
-  /** The session threw once (malformed bytes found late): it got its 08P01; a second throw is a bug. */
-  private broken = false;
+  private readonly events: EventQueue;
   private ended = false;
   private paused = 0;
   private backendPaused: Backend | null = null;
-  private readonly timers = new Map<SessionTimer, Timer>();
+  private readonly timers: SessionTimers;
   /** The pool key this session was admitted to, released once when it ends. */
   private admittedKey: string | null = null;
   private readonly connectedAt = Date.now();
   private readonly startedAt: number;
   /** Traffic not yet added to the pool's totals (added per transaction, and at the end). */
-  private receivedBytes = 0;
-  private sentBytes = 0;
-  private queriesCounted = 0;
-  private queryMs = 0;
-  /** Clock time the session's 'query' timer was armed (a request went out), else -1. */
-  private queryStartedAt = -1;
+  private readonly traffic = new Traffic();
 
   constructor(
     stream: SessionStream,
@@ -78,10 +60,12 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     this.writer = core.batcher.writer(stream);
     this.decoder = new FrontendDecoder({ maxMessageSize: core.config.maxMessageSize });
     this.session = new ClientSession(core.sessionContext(this, (key) => (this.admittedKey = key)));
+    this.events = new EventQueue((e) => this.session.handle(e), (a) => this.perform(a));
     this.startedAt = core.clock.now();
+    this.timers = new SessionTimers(core.clock, () => core.config, (timer) => this.dispatch({ type: 'timeout', timer }));
     this.bind(stream);
     // Startup and authentication are bounded in time (Postgres's authentication_timeout).
-    this.setTimer('authentication', true);
+    this.timers.set('authentication', true);
     if (this.session.guardsEarlyData) {
       // Read-only 0-RTT policy: the session runs at once; it learns when nothing can be a replay.
       const replay = stream.replayWindow();
@@ -103,35 +87,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   // --- ClientHandle ----------------------------------------------------------------------------
 
   row(): Omit<ClientRow, 'worker'> {
-    return {
-      info: this.stream.info,
-      connectedAt: this.connectedAt,
-      database: this.session.database,
-      user: this.session.user,
-      state: this.state(),
-      pinned: this.session.pinnedReason,
-      preparedStatements: this.session.preparedStatementCount,
-    };
-  }
-
-  private state(): ClientState {
-    switch (this.session.phase) {
-      case 'startup':
-      case 'authenticating':
-      case 'connecting':
-        return 'login';
-      case 'waiting':
-        return 'waiting';
-      case 'attached':
-        return 'active';
-      case 'idle':
-      case 'closed':
-        return 'idle';
-      default: {
-        const never: never = this.session.phase;
-        throw new Error(`unhandled phase ${String(never)}`);
-      }
-    }
+    return clientRow(this.session, this.stream.info, this.connectedAt);
   }
 
   shutdown(graceful: boolean): void {
@@ -186,7 +142,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   };
 
   private onInput(chunk: Buffer, length: number): void {
-    this.receivedBytes += length;
+    this.traffic.receivedBytes += length;
     try {
       this.decoder.push(chunk, length);
       this.drain();
@@ -227,34 +183,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
 
   /** Events are handled one at a time, in order, even when an action causes another event. */
   dispatch(e: SessionEvent): void {
-    if (this.dispatching) {
-      this.queue.push(e);
-      return;
-    }
-    this.dispatching = true;
-    let first: SessionEvent | undefined = e;
-    if (this.queue.length > 0) {
-      // Left over by a throw: those events still go first.
-      this.queue.push(e);
-      first = this.queue.shift();
-    }
-    try {
-      // The event itself first, then whatever its actions queued (the queue stays empty nearly always).
-      for (let ev = first; ev !== undefined; ev = this.queue.length > 0 ? this.queue.shift() : undefined) {
-        for (const a of this.session.handle(ev)) this.perform(a);
-      }
-    } catch (err) {
-      // Malformed client bytes can surface late (a queued Parse or Bind is only decoded when a
-      // backend arrives, inside a pool or socket callback): they end this session with 08P01
-      // instead of escaping into that callback, where they would crash the pooler.
-      this.queue.length = 0;
-      this.dispatching = false;
-      if (this.broken) throw err;
-      this.broken = true;
-      this.dispatch({ type: 'protocolError', message: err instanceof Error ? err.message : String(err) });
-    } finally {
-      this.dispatching = false;
-    }
+    this.events.dispatch(e);
   }
 
   private perform(a: SessionAction): void {
@@ -285,14 +214,9 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
       case 'authenticated':
         return this.onAuthenticated(a.database, a.user, a.scramKeys);
       case 'loggedIn':
-        this.core.emit({ type: 'loggedIn', info: this.stream.info, database: this.session.database, user: this.session.user });
-        return;
       case 'loginFailed':
-        this.core.emit({ type: 'loginFailed', info: this.stream.info, database: this.session.database, user: this.session.user, stage: a.stage, sqlstate: a.sqlstate, reason: a.reason });
-        return;
       case 'protocolViolation':
-        this.core.emit({ type: 'protocolViolation', info: this.stream.info, database: this.session.database, user: this.session.user, reason: a.reason });
-        return;
+        return this.core.emit({ ...a, info: this.stream.info, database: this.session.database, user: this.session.user });
       case 'requestBackend':
         if (this.pool === null) return;
         this.pool.acquire(this);
@@ -310,13 +234,14 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
         this.backend = null;
         this.resumeBackend();
         this.resume(PAUSED_BACKEND_FULL);
-        this.addTraffic(this.pool);
+        this.traffic.report(this.pool, this.session.queriesAnswered);
         this.pool.release(b, a.facts);
         return;
       }
       case 'timer':
-        if (a.timer === 'query') this.timeQuery(a.armed);
-        return this.setTimer(a.timer, a.armed);
+        // The 'query' timer runs exactly while requests are out: it times the pool's query totals.
+        if (a.timer === 'query') this.traffic.requestsOut(a.armed, this.core.clock.now());
+        return this.timers.set(a.timer, a.armed);
       case 'close':
         return this.end();
       default: {
@@ -380,7 +305,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
 
   passesThrough(type: number, buffer: Buffer, start: number): boolean {
     // While an event is handled, backend messages queue behind it as events (their order counts).
-    return !this.dispatching && this.session.passesThrough(type, buffer, start);
+    return !this.events.busy && this.session.passesThrough(type, buffer, start);
   }
 
   forward(messages: Buffer): void {
@@ -388,7 +313,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
   }
 
   private toClient(bytes: Buffer): void {
-    this.sentBytes += bytes.length;
+    this.traffic.sentBytes += bytes.length;
     if (!this.writer.write(bytes) && this.backend !== null && this.backendPaused === null) {
       // Backpressure: stop reading the server until the client catches up.
       const b = this.backend;
@@ -424,63 +349,6 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     if (this.paused === 0 && !this.ended) this.stream.resume();
   }
 
-  /** The 'query' timer runs exactly while requests are out: it times the pool's query totals. */
-  private timeQuery(armed: boolean): void {
-    if (armed) {
-      if (this.queryStartedAt < 0) this.queryStartedAt = this.core.clock.now();
-    } else if (this.queryStartedAt >= 0) {
-      this.queryMs += this.core.clock.now() - this.queryStartedAt;
-      this.queryStartedAt = -1;
-    }
-  }
-
-  /** Adds the traffic since the last call to the pool's totals (numbers only: nothing allocated). */
-  private addTraffic(pool: Pool): void {
-    const queries = this.session.queriesAnswered;
-    pool.addTraffic(queries - this.queriesCounted, this.queryMs * 1000, this.receivedBytes, this.sentBytes);
-    this.queriesCounted = queries;
-    this.queryMs = 0;
-    this.receivedBytes = 0;
-    this.sentBytes = 0;
-  }
-
-  private setTimer(timer: SessionTimer, armed: boolean): void {
-    // Most timers are off (0 ms) and were never armed: nothing to clear, nothing to arm.
-    if (this.timers.size === 0 && !armed) return;
-    const clock = this.core.clock;
-    const old = this.timers.get(timer);
-    if (old !== undefined) {
-      clock.clearTimer(old);
-      this.timers.delete(timer);
-    }
-    const ms = this.timeoutOf(timer);
-    if (!armed || ms <= 0 || this.ended) return;
-    this.timers.set(timer, clock.setTimer(() => {
-      this.timers.delete(timer);
-      this.dispatch({ type: 'timeout', timer });
-    }, ms));
-  }
-
-  private timeoutOf(timer: SessionTimer): number {
-    const config = this.core.config;
-    switch (timer) {
-      case 'authentication':
-        return config.authTimeoutMs;
-      case 'authFailure':
-        return config.authFailureDelayMs;
-      case 'clientIdle':
-        return config.pool.clientIdleTimeoutMs;
-      case 'idleInTransaction':
-        return config.pool.idleTransactionTimeoutMs;
-      case 'query':
-        return config.pool.queryTimeoutMs;
-      default: {
-        const never: never = timer;
-        throw new Error(`unknown timer ${String(never)}`);
-      }
-    }
-  }
-
   // --- TLS and the end -------------------------------------------------------------------------
 
   private startTls(): void {
@@ -507,11 +375,10 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     if (this.ended) return;
     this.ended = true;
     const clock = this.core.clock;
-    for (const t of this.timers.values()) clock.clearTimer(t);
-    this.timers.clear();
+    this.timers.stop();
     if (this.cancelProcessId !== 0) this.core.unregisterCancelKey(this.cancelProcessId);
-    this.timeQuery(false);
-    if (this.pool !== null) this.addTraffic(this.pool);
+    this.traffic.requestsOut(false, clock.now());
+    if (this.pool !== null) this.traffic.report(this.pool, this.session.queriesAnswered);
     this.resumeBackend();
     const stream = this.stream;
     this.unbind(stream);
