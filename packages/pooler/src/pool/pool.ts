@@ -22,6 +22,7 @@ import { BackendLists } from './backend-lists.js';
 import { ServerParameters } from './server-parameters.js';
 import { loginError, ServerWatch } from './server-watch.js';
 import type { PoolDependencies, PoolStats } from './types.js';
+import { PoolTotals } from './totals.js';
 import { WaitQueue } from './wait-queue.js';
 
 export type { Waiter } from '../backend/backend.js';
@@ -43,14 +44,7 @@ export class Pool implements BudgetedPool {
   private readonly watch: ServerWatch;
   private closed = false;
   private paused = false;
-  private xactCountTotal = 0;
-  private xactTimeMsTotal = 0;
-  private waitTimeMsTotal = 0;
-  private connectsTotal = 0;
-  private queryCountTotal = 0;
-  private queryTimeUsTotal = 0;
-  private receivedBytesTotal = 0;
-  private sentBytesTotal = 0;
+  private readonly totals = new PoolTotals();
   /** The prepared statements this pool's backends accepted (what clients without a backend may prepare). */
   readonly prepared: PreparedRegistry;
 
@@ -137,17 +131,17 @@ export class Pool implements BudgetedPool {
       resetting: this.lists.resetting.size,
       connecting: this.connecting,
       waiting: this.waits.size,
-      connectsTotal: this.connectsTotal,
+      connectsTotal: this.totals.connects,
       closedTotal: this.lists.closedTotal,
       waitTimeoutsTotal: this.waits.timeoutsTotal,
       maxWaitMs: this.waits.maxWaitMs(this.deps.clock.now()),
-      xactCountTotal: this.xactCountTotal,
-      xactTimeMsTotal: this.xactTimeMsTotal,
-      waitTimeMsTotal: this.waitTimeMsTotal,
-      queryCountTotal: this.queryCountTotal,
-      queryTimeUsTotal: Math.round(this.queryTimeUsTotal),
-      receivedBytesTotal: this.receivedBytesTotal,
-      sentBytesTotal: this.sentBytesTotal,
+      xactCountTotal: this.totals.xactCount,
+      xactTimeMsTotal: this.totals.xactTimeMs,
+      waitTimeMsTotal: this.totals.waitTimeMs,
+      queryCountTotal: this.totals.queryCount,
+      queryTimeUsTotal: Math.round(this.totals.queryTimeUs),
+      receivedBytesTotal: this.totals.receivedBytes,
+      sentBytesTotal: this.totals.sentBytes,
       serverHost: this.deps.hosts === undefined ? '' : describeServer(this.deps.hosts.host),
       serverDown: this.watch.down,
     };
@@ -155,10 +149,7 @@ export class Pool implements BudgetedPool {
 
   /** A client's traffic since it last reported (its driver reports once per transaction and at close). */
   addTraffic(queries: number, queryTimeUs: number, receivedBytes: number, sentBytes: number): void {
-    this.queryCountTotal += queries;
-    this.queryTimeUsTotal += queryTimeUs;
-    this.receivedBytesTotal += receivedBytes;
-    this.sentBytesTotal += sentBytes;
+    this.totals.traffic(queries, queryTimeUs, receivedBytes, sentBytes);
   }
 
   /** The real server's reported parameters, from this pool's first backend (cached). */
@@ -257,9 +248,7 @@ export class Pool implements BudgetedPool {
     if (holder === null) return;
     b.holder = null;
     const xactMs = now - b.assignedAt;
-    this.xactCountTotal++;
-    this.xactTimeMsTotal += xactMs;
-    this.waitTimeMsTotal += b.waitMs;
+    this.totals.transaction(xactMs, b.waitMs);
     this.deps.served?.(this, { waiter: holder, waitMs: b.waitMs, xactMs });
   }
 
@@ -305,7 +294,7 @@ export class Pool implements BudgetedPool {
 
   private open(): Promise<Backend> {
     this.connecting++;
-    this.connectsTotal++;
+    this.totals.connects++;
     const budget = this.budget;
     return this.deps.connect(this.login).then(
       (c) => {
