@@ -73,14 +73,14 @@ async function restartUnderLoad(connect: () => Promise<pg.Client>, mode: Shutdow
   const served = (): number => pooler.stats().pools.reduce((n, p) => n + p.xactCountTotal, 0);
   const before = served();
   const load = queryLoop(connect, CLIENTS, 'select $1::int as n');
-  await until('the load runs', () => served() > before + 200, 10_000);
+  await until('the load runs', () => served() > before + 100, 10_000);
   await server.shutdown(mode);
   const downAt = performance.now();
   await sleep(300);
   await server.startAgain();
   const upAt = performance.now();
   await until('the load runs on', () => pooler.stats().pools.every((p) => !p.serverDown), 10_000);
-  await sleep(300);
+  await sleep(150);
   load.stop();
   return { records: await load.done, downAt, upAt };
 }
