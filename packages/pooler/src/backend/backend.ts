@@ -1,5 +1,5 @@
 // One server connection. Its state and the pool list it sits in change together, only through
-// Pool.setState; this class holds the connection's own facts and routes what the server sends.
+// BackendLists.move; this class holds the connection's own facts and routes what the server sends.
 import { bufferView, decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { BackendDecoder, RawMessage } from '@quicpool/wire';
 import type { SessionStream } from '@quicpool/transport';
@@ -64,7 +64,7 @@ export class Backend {
   /** Wall-clock time it was opened (epoch ms), for display. */
   readonly connectedAtWall = Date.now();
   lastUsedAt: number;
-  /** Changed only by Pool.setState. */
+  /** Changed only by BackendLists.move (the pool's). */
   state: BackendState = 'idle';
   owner: BackendOwner | null = null;
   /** The client the pool handed this backend to, when (clock ms) and after how long a wait (ms). */

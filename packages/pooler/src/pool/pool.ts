@@ -1,5 +1,5 @@
 // The backends of one (database, user) pair. Every backend sits in exactly one of the lists
-// below, matching its state, and moves only through setState. Clients that cannot get a backend
+// below, matching its state, and moves only through lists.move. Clients that cannot get a backend
 // wait in a FIFO queue with a deadline (queryWaitTimeoutMs). PAUSE is a state of the pool (as in
 // PgBouncer): waiters queue, nothing is handed out until resume(). The pool measures what it
 // serves (wait and transaction times, with the pooler's clock) and keeps every count of its own.
@@ -174,7 +174,7 @@ export class Pool implements BudgetedPool {
     if (this.closed) return w.onError(fatal(SQLSTATE.ADMIN_SHUTDOWN, 'the pool is shutting down'));
     const now = this.deps.clock.now();
     if (this.paused) return this.waits.add(w, now);
-    // The most recently used idle backend stays in the list until setState moves it (found at the end: O(1)).
+    // The most recently used idle backend stays in the list until lists.move moves it (found at the end: O(1)).
     let b = this.lists.lastIdle();
     // Past its lifetime: closed now rather than reused until the next maintenance tick.
     for (; b !== undefined && this.expired(b, now); b = this.lists.lastIdle()) this.destroy(b);
@@ -286,7 +286,7 @@ export class Pool implements BudgetedPool {
       this.lists.move(b, 'active');
       return this.deliver(next.waiter, b, now, next.waitedMs);
     }
-    // A new backend is born 'idle' in no list; setState puts it in (and never twice).
+    // A new backend is born 'idle' in no list; lists.move puts it in (and never twice).
     if (!fromIdle) this.lists.move(b, 'idle');
     // Another worker waits: once idle long enough, this one (or another idle one) goes to it.
     if (this.budget?.othersWant() === true) this.giveIdle();
