@@ -13,5 +13,5 @@ export type { TestRole } from './test-role.js';
 export { createTestDatabase, dropTestDatabase } from './test-database.js';
 export { untilBackendState, untilQueryRunning } from './backend-state.js';
 export type { BackendState, BackendStateOptions } from './backend-state.js';
-export { queryLoop, UNANSWERED } from './query-loop.js';
+export { queryLoop } from './query-loop.js';
 export type { QueryRecord } from './query-loop.js';

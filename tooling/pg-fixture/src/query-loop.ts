@@ -17,7 +17,7 @@ export interface QueryRecord {
 const SESSION_ENDING = /^(57P0[123]|08...)$/;
 
 /** What a query still unanswered when the load was aborted records as its error. */
-export const UNANSWERED = 'unanswered when the load ended';
+const UNANSWERED = 'unanswered when the load ended';
 
 /**
  * `clients` loops run `sql` (with the client's number as $1) until `stop()`, each bounded by

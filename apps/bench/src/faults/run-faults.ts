@@ -195,8 +195,8 @@ export async function runFaultsBench(o: FaultsOptions): Promise<FaultsResult> {
     const entries: [Target, () => Promise<Entry>][] = [
       ['quicpoolTcp', () => quicpoolEntry([hostOf(server)], login, o.poolSize, 'tcp')],
       ['quicpoolQuic', () => quicpoolEntry([hostOf(server)], login, o.poolSize, 'quic')],
-      ...(pgbouncer === null ? [] : [['pgbouncer', () => pgbouncerEntry(pgbouncer, hostOf(server), login, o.poolSize)] as [Target, () => Promise<Entry>]]),
     ];
+    if (pgbouncer !== null) entries.push(['pgbouncer', () => pgbouncerEntry(pgbouncer, hostOf(server), login, o.poolSize)]);
     for (const [target, make] of entries) {
       const entry = await make();
       try {
@@ -213,8 +213,8 @@ export async function runFaultsBench(o: FaultsOptions): Promise<FaultsResult> {
   const failoverEntries: [Target, (p: PostgresServer, s: PostgresServer, l: Login) => Promise<Entry>][] = [
     ['quicpoolTcp', (p, s, l) => quicpoolEntry([hostOf(p), hostOf(s)], l, o.poolSize, 'tcp')],
     ['quicpoolQuic', (p, s, l) => quicpoolEntry([hostOf(p), hostOf(s)], l, o.poolSize, 'quic')],
-    ...(pgbouncer === null ? [] : [['pgbouncer', (p: PostgresServer, _s: PostgresServer, l: Login) => pgbouncerEntry(pgbouncer, hostOf(p), l, o.poolSize)] as [Target, (p: PostgresServer, s: PostgresServer, l: Login) => Promise<Entry>]]),
   ];
+  if (pgbouncer !== null) failoverEntries.push(['pgbouncer', (p, _s, l) => pgbouncerEntry(pgbouncer, hostOf(p), l, o.poolSize)]);
   for (const [target, make] of failoverEntries) {
     failover[target] = await failoverRun(make, o);
     say(line('failover', target, failover[target]!, `promotion ${failover[target]!.promotionMs} ms, writes on a read-only server ${failover[target]!.readOnlyWrites}`));

@@ -3,15 +3,13 @@
 // errors that do not pass still fail at once. On the pooler's clock (no test sleeps).
 import { describe, expect, it } from 'vitest';
 import { resolvePoolSettings } from '../config/pool-settings.js';
-import type { Backend } from '../backend/backend.js';
 import type { BackendConnection } from '../backend/connect.js';
 import { BackendLoginError } from '../backend/login.js';
 import { HostChoice } from '../upstream/host-choice.js';
 import { RETRY_MAX_MS } from '../upstream/outage.js';
 import { Pool } from './pool.js';
-import type { PoolUpstreamEvent, Waiter } from './pool.js';
-import type { EncodedError } from '../session/types.js';
-import { fakeConnect, fakeDeps, tick } from '../../test/support/fake-backend.js';
+import type { PoolUpstreamEvent } from './pool.js';
+import { fakeConnect, fakeDeps, recordingWaiter, tick } from '../../test/support/fake-backend.js';
 import type { FakeSocket } from '../../test/support/fake-backend.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
 
@@ -46,19 +44,6 @@ function outagePool(s: { dial(): Promise<BackendConnection> }, o: { outageWaitMs
   return { clock, pool, events };
 }
 
-function waiter(): Waiter & { backend: Backend | null; error: EncodedError | null } {
-  return {
-    backend: null,
-    error: null,
-    onBackend(b) {
-      this.backend = b;
-    },
-    onError(e) {
-      this.error = e;
-    },
-  };
-}
-
 /** Moves the clock by `ms` in steps, letting the pool's promises settle between them. */
 async function run(clock: ManualClock, ms: number, step = 5): Promise<void> {
   for (let t = 0; t < ms; t += step) {
@@ -72,7 +57,7 @@ describe('Pool during a server outage', () => {
     const s = server(5);
     const { clock, pool, events } = outagePool(s);
     try {
-      const w = waiter();
+      const w = recordingWaiter();
       pool.acquire(w);
       await tick();
       expect(w.error).toBeNull();
@@ -96,7 +81,7 @@ describe('Pool during a server outage', () => {
     const s = server(1000);
     const { clock, pool } = outagePool(s);
     try {
-      pool.acquire(waiter());
+      pool.acquire(recordingWaiter());
       await tick();
       await run(clock, 10 * RETRY_MAX_MS);
       // The first login, then after 10, 20, 40, 80, 160 ms, then one every 250 ms: 14 in 2.5 s, never a burst.
@@ -110,7 +95,7 @@ describe('Pool during a server outage', () => {
   it('ends a wait after outageWaitMs with the server\'s own error, not query_wait_timeout', async () => {
     const { clock, pool } = outagePool(server(1000, startingUp), { outageWaitMs: 500 });
     try {
-      const w = waiter();
+      const w = recordingWaiter();
       pool.acquire(w);
       await tick();
       await run(clock, 490);
@@ -128,8 +113,8 @@ describe('Pool during a server outage', () => {
     const a = outagePool(server(1, missing));
     const b = outagePool(server(1), { outageWaitMs: 0 });
     try {
-      const wa = waiter();
-      const wb = waiter();
+      const wa = recordingWaiter();
+      const wb = recordingWaiter();
       a.pool.acquire(wa);
       b.pool.acquire(wb);
       await tick();
@@ -147,8 +132,8 @@ describe('Pool during a server outage', () => {
     const s = server(0);
     const { clock, pool } = outagePool(s);
     try {
-      const first = waiter();
-      const second = waiter();
+      const first = recordingWaiter();
+      const second = recordingWaiter();
       pool.acquire(first);
       pool.acquire(second);
       await tick();
@@ -158,7 +143,7 @@ describe('Pool during a server outage', () => {
       // The server closes the other connection (a restart): the one left idle is suspect.
       (second.backend!.stream as unknown as FakeSocket).destroy();
       await tick();
-      const next = waiter();
+      const next = recordingWaiter();
       pool.acquire(next);
       expect(next.backend).toBeNull(); // the health check runs first
       expect((kept.stream as unknown as FakeSocket).queries).toEqual(['']);

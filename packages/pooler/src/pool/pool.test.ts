@@ -4,9 +4,7 @@ import type { PoolSettings } from '../config/pool-settings.js';
 import type { Backend } from '../backend/backend.js';
 import { BackendLoginError } from '../backend/connect.js';
 import { Pool } from './pool.js';
-import type { Waiter } from './pool.js';
-import type { EncodedError } from '../session/types.js';
-import { fakeDeps, FakeSocket, tick } from '../../test/support/fake-backend.js';
+import { fakeDeps, recordingWaiter, FakeSocket, tick } from '../../test/support/fake-backend.js';
 import { ManualClock } from '../../test/support/manual-clock.js';
 
 const LOGIN = { database: 'db', user: 'u', password: undefined, connectTimeoutMs: 1000 };
@@ -15,32 +13,19 @@ function pool(settings: Partial<PoolSettings>, clock = new ManualClock()): Pool 
   return new Pool('db', 'u', resolvePoolSettings({ serverCheckDelayMs: 1_000_000, ...settings }), LOGIN, fakeDeps(clock));
 }
 
-function waiter(): Waiter & { backend: Backend | null; error: EncodedError | null } {
-  return {
-    backend: null,
-    error: null,
-    onBackend(b) {
-      this.backend = b;
-    },
-    onError(e) {
-      this.error = e;
-    },
-  };
-}
-
 const socketOf = (b: Backend) => b.stream as unknown as FakeSocket;
 
 describe('Pool', () => {
   it('reuses a clean backend, rolls back and resets a dirty one before reuse', async () => {
     const p = pool({ poolSize: 1 });
     try {
-      const a = waiter();
+      const a = recordingWaiter();
       p.acquire(a);
       await tick();
       const b = a.backend!;
       p.release(b, { status: 'I', busy: false, dirty: false });
       expect(socketOf(b).queries).toEqual([]);
-      const c = waiter();
+      const c = recordingWaiter();
       p.acquire(c);
       expect(c.backend).toBe(b);
       p.release(b, { status: 'T', busy: false, dirty: true });
@@ -56,13 +41,13 @@ describe('Pool', () => {
   it('session mode always resets; a busy backend is closed, not reused', async () => {
     const p = pool({ poolSize: 2, poolMode: 'session' });
     try {
-      const a = waiter();
+      const a = recordingWaiter();
       p.acquire(a);
       await tick();
       p.release(a.backend!, { status: 'I', busy: false, dirty: false });
       expect(socketOf(a.backend!).queries).toEqual(['DISCARD ALL']);
       await tick();
-      const c = waiter();
+      const c = recordingWaiter();
       p.acquire(c);
       p.release(c.backend!, { status: 'I', busy: true, dirty: false });
       expect(p.stats()).toMatchObject({ idle: 0, active: 0, closedTotal: 1 });
@@ -77,7 +62,7 @@ describe('Pool', () => {
     try {
       await tick();
       expect(p.stats().idle).toBe(1); // pre-warmed
-      const ws = [waiter(), waiter(), waiter()];
+      const ws = [recordingWaiter(), recordingWaiter(), recordingWaiter()];
       for (const w of ws) p.acquire(w);
       await tick();
       clock.advance(50);
@@ -108,10 +93,10 @@ describe('Pool', () => {
     const clock = new ManualClock();
     const p = pool({ poolSize: 1, queryWaitTimeoutMs: 20 }, clock);
     try {
-      const a = waiter();
+      const a = recordingWaiter();
       p.acquire(a);
       await tick();
-      const b = waiter();
+      const b = recordingWaiter();
       p.acquire(b);
       clock.advance(19);
       expect(b.error).toBeNull();
@@ -129,10 +114,10 @@ describe('Pool', () => {
     const clock = new ManualClock();
     const p = pool({ poolSize: 1 }, clock);
     try {
-      const a = waiter();
+      const a = recordingWaiter();
       p.acquire(a);
       await tick(); // the first backend's login
-      const b = waiter();
+      const b = recordingWaiter();
       p.acquire(b); // waits behind a
       clock.advance(30);
       p.release(a.backend!, { status: 'I', busy: false, dirty: false }); // a held it 30 ms; b gets it
@@ -149,13 +134,13 @@ describe('Pool', () => {
     const clock = new ManualClock();
     const p = pool({ poolSize: 2, queryWaitTimeoutMs: 1000 }, clock);
     try {
-      const a = waiter();
+      const a = recordingWaiter();
       p.acquire(a);
       await tick();
       p.release(a.backend!, { status: 'I', busy: false, dirty: false }); // one idle backend
       p.pause();
-      const b = waiter();
-      const c = waiter();
+      const b = recordingWaiter();
+      const c = recordingWaiter();
       p.acquire(b);
       p.acquire(c);
       await tick();
@@ -168,7 +153,7 @@ describe('Pool', () => {
       expect(c.backend).not.toBeNull();
       expect(p.stats()).toMatchObject({ paused: false, waiting: 0, active: 2 });
       p.pause();
-      const d = waiter();
+      const d = recordingWaiter();
       p.acquire(d);
       clock.advance(1000);
       expect(d.error?.sqlstate).toBe('57014'); // paused waits time out like any other
@@ -180,7 +165,7 @@ describe('Pool', () => {
   it('a server login failure reaches the waiters with the server SQLSTATE', async () => {
     const p = new Pool('db', 'u', resolvePoolSettings({}), LOGIN, fakeDeps(new ManualClock(), () => Promise.reject(new BackendLoginError('no', { S: 'FATAL', C: '3D000', M: 'database "db" does not exist' }))));
     try {
-      const a = waiter();
+      const a = recordingWaiter();
       p.acquire(a);
       await tick();
       expect(a.error?.sqlstate).toBe('3D000');

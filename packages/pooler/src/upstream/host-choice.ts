@@ -52,16 +52,19 @@ export class HostChoice {
     const start = this.current % hosts.length;
     const order = hosts.map((_, k) => (start + k) % hosts.length);
     const wrongKind: string[] = [];
+    /** Hosts whose dial failed: prefer-standby's fallback pass does not dial them again. */
+    const unreachable = new Set<number>();
     let lastError: unknown;
     for (const pass of attrs === 'prefer-standby' ? (['preferred', 'fallback'] as const) : (['preferred'] as const)) {
       for (const i of order) {
+        if (unreachable.has(i)) continue;
         const server = hosts[i]!;
         let c: BackendConnection;
         try {
           c = await this.dial(server);
         } catch (e) {
           lastError = e;
-          if (hosts.length === 1) throw e;
+          unreachable.add(i);
           continue;
         }
         if (qualifies(attrs, c.role, pass)) {

@@ -17,9 +17,8 @@ const PASSING_SQLSTATES: ReadonlySet<string> = new Set([SQLSTATE.CANNOT_CONNECT_
 
 /** The failure's reason as a short label for counters and logs: a SQLSTATE, an errno, or 'other'. */
 export function loginFailureReason(e: unknown): string {
-  if (e instanceof BackendLoginError) return e.fields?.['C'] ?? e.code ?? 'other';
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'other';
+  // Logins fail with a BackendLoginError (connect.ts wraps whatever the dial threw, code kept).
+  return e instanceof BackendLoginError ? (e.fields?.['C'] ?? e.code ?? 'other') : 'other';
 }
 
 /** Does the reason pass (restart, failover, a full server), so that clients should wait? */

@@ -4,7 +4,9 @@ import { EventEmitter } from 'node:events';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
 import { BackendDecoder, encodeBackend } from '@quicpool/wire';
 import type { BackendConnection } from '../../src/backend/connect.js';
-import type { PoolDependencies } from '../../src/pool/pool.js';
+import type { PoolDependencies, Waiter } from '../../src/pool/pool.js';
+import type { Backend } from '../../src/backend/backend.js';
+import type { EncodedError } from '../../src/runtime/encoded-error.js';
 import { WriteBatcher } from '../../src/runtime/write-batcher.js';
 import type { Clock } from '../../src/runtime/clock.js';
 
@@ -65,3 +67,17 @@ export const fakeConnect = async (): Promise<BackendConnection> => {
 export const fakeDeps = (clock: Clock, connect: PoolDependencies['connect'] = fakeConnect): PoolDependencies => ({ clock, connect, batcher: new WriteBatcher() });
 
 export const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** A waiter that keeps what the pool gave it: a backend, or an error. */
+export function recordingWaiter(): Waiter & { backend: Backend | null; error: EncodedError | null } {
+  return {
+    backend: null,
+    error: null,
+    onBackend(b) {
+      this.backend = b;
+    },
+    onError(e) {
+      this.error = e;
+    },
+  };
+}
