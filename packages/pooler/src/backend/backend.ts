@@ -6,12 +6,12 @@ import type { SessionStream } from '@quicpool/transport';
 import type { BatchedWriter, WriteBatcher } from '../runtime/write-batcher.js';
 import type { Clock } from '../runtime/clock.js';
 import type { BackendConnection } from './connect.js';
-import type { EncodedError } from '../runtime/encoded-error.js';
 import type { SocketInput } from './socket-input.js';
 import type { ServerAddress } from './dial.js';
 import { ROLE_PARAMETERS, roleFromParameters } from './server-role.js';
 import type { ServerRole } from './server-role.js';
-import type { BackendStatements } from '../prepared/statement-cache.js';
+import { ServerSessionState } from './session-state.js';
+import type { Link, Waiter } from './link.js';
 
 export type BackendState =
   /** In the pool, free. */
@@ -21,27 +21,6 @@ export type BackendState =
   /** Running the pooler's own rollback/reset queries before it may be reused. */
   | 'resetting'
   | 'closed';
-
-/** A client session as the pool sees it: something that waits for a backend. */
-export interface Waiter {
-  /** Called once with an 'active' backend, or onError once; never both. */
-  onBackend(b: Backend): void;
-  onError(error: EncodedError): void;
-}
-
-/** The client session a backend is attached to. */
-export interface BackendOwner {
-  onBackendMessage(message: RawMessage): void;
-  onBackendLost(reason: string): void;
-  /**
-   * Would the owner only forward this message to its client, unchanged, with nothing else to do?
-   * The message is `buffer[start, ...)`; answering must change nothing. Such messages reach the
-   * owner as runs, through `forward`, instead of one onBackendMessage each.
-   */
-  passesThrough?(type: number, buffer: Buffer, start: number): boolean;
-  /** One or more whole messages that passesThrough accepted, adjacent in the order received. */
-  forward?(messages: Buffer): void;
-}
 
 export class Backend {
   /** The server (one of upstream's hosts) this connection reached; also where its cancels go. */
@@ -54,23 +33,16 @@ export class Backend {
   readonly parameters: Map<string, string>;
   /** Bumped whenever a value in `parameters` changes. */
   parametersVersion = 0;
-  /** The session's memo of the last client parameters this backend matched (see AttachedBackend). */
-  readonly trackedMatch = { signature: '', version: -1 };
-  /** The session's record of unreported tracked parameters the pooler SET here (see AttachedBackend). */
-  readonly unreported = { values: new Map<string, string>(), known: true };
-  /** The session's record of the statements prepared here (see AttachedBackend). */
-  statements: BackendStatements | undefined = undefined;
+  /** What the client sessions keep on this server connection (outlives each link). */
+  readonly sessionState = new ServerSessionState();
   readonly createdAt: number;
   /** Wall-clock time it was opened (epoch ms), for display. */
   readonly connectedAtWall = Date.now();
   lastUsedAt: number;
   /** Changed only by BackendLists.move (the pool's). */
   state: BackendState = 'idle';
-  owner: BackendOwner | null = null;
-  /** The client the pool handed this backend to, when (clock ms) and after how long a wait (ms). */
-  holder: Waiter | null = null;
-  assignedAt = 0;
-  waitMs = 0;
+  /** Its lending to a client while 'active' (made and ended by the pool only). */
+  link: Link | null = null;
   /** Its server no longer suits the pool (target_session_attrs): closed when it comes back. */
   unsuitable = false;
   /** The role an older server told at login (PostgreSQL 14+ reports it in `parameters`). */
@@ -83,8 +55,8 @@ export class Backend {
   private readonly decoder: BackendDecoder;
   /** A client's pipeline (Parse/Bind/Describe/Execute/Sync) leaves in one write per turn. */
   private readonly writer: BatchedWriter;
-  /** Messages of one read that `runOwner` only forwards: runBuffer[runStart, runEnd) (see onData). */
-  private runOwner: BackendOwner | null = null;
+  /** Messages of one read that `runClient` only forwards: runBuffer[runStart, runEnd) (see onData). */
+  private runClient: Waiter | null = null;
   private runBuffer: Buffer | null = null;
   private runStart = 0;
   private runEnd = 0;
@@ -219,13 +191,13 @@ export class Backend {
     try {
       d.push(chunk, length);
       for (let type = d.advance(); type >= 0; type = d.advance()) {
-        // Messages the owner only forwards (rows, row descriptions, plain CommandCompletes) go to
+        // Messages the client only forwards (rows, row descriptions, plain CommandCompletes) go to
         // it as one view per run of them: no message object, no view, no session event each.
-        const owner = this.state === 'active' ? this.owner : null;
-        if (owner !== null && type !== MessageType.ParameterStatus && owner.passesThrough?.(type, d.frameBuffer, d.frameStart) === true) {
-          if (this.runBuffer !== d.frameBuffer || this.runEnd !== d.frameStart || this.runOwner !== owner) {
+        const client = this.state === 'active' ? (this.link?.client ?? null) : null;
+        if (client !== null && type !== MessageType.ParameterStatus && client.passesThrough?.(type, d.frameBuffer, d.frameStart) === true) {
+          if (this.runBuffer !== d.frameBuffer || this.runEnd !== d.frameStart || this.runClient !== client) {
             this.forwardRun();
-            this.runOwner = owner;
+            this.runClient = client;
             this.runBuffer = d.frameBuffer;
             this.runStart = d.frameStart;
           }
@@ -244,14 +216,14 @@ export class Backend {
     }
   }
 
-  /** The run of pass-through messages collected (see onData) goes to its owner. */
+  /** The run of pass-through messages collected (see onData) goes to its client. */
   private forwardRun(): void {
     const buffer = this.runBuffer;
     if (buffer === null) return;
-    const owner = this.runOwner!;
+    const client = this.runClient!;
     this.runBuffer = null;
-    this.runOwner = null;
-    owner.forward!(bufferView(buffer, this.runStart, this.runEnd));
+    this.runClient = null;
+    client.forward!(bufferView(buffer, this.runStart, this.runEnd));
   }
 
   private route(m: RawMessage): void {
@@ -265,7 +237,7 @@ export class Backend {
     }
     switch (this.state) {
       case 'active':
-        this.owner?.onBackendMessage(m);
+        this.link?.client.onBackendMessage(m);
         return;
       case 'resetting':
         if (m.type === MessageType.ErrorResponse) this.resetFailed = true;

@@ -7,7 +7,8 @@
 // the client's own proof revealed (no password is ever known to the pooler).
 import { decodeBackendMessage, encodeFrontend, MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
-import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
+import type { Backend } from '../backend/backend.js';
+import type { Waiter } from '../backend/link.js';
 import type { Clock, Timer } from '../runtime/clock.js';
 import type { AuthQuerySettings, ResolvedUser } from '../config/pooler-config.js';
 import type { EncodedError } from '../session/types.js';
@@ -91,7 +92,7 @@ export class AuthQuery {
 }
 
 /** One query on the lookup connection: Parse/Bind/Execute/Sync, the first DataRow, ReadyForQuery. */
-class Lookup implements Waiter, BackendOwner {
+class Lookup implements Waiter {
   private backend: Backend | null = null;
   private timer: Timer | null = null;
   private row: readonly (Buffer | null)[] | null = null;
@@ -113,7 +114,6 @@ class Lookup implements Waiter, BackendOwner {
   onBackend(b: Backend): void {
     if (this.done) return this.pool.release(b, { status: 'I', busy: false, dirty: false });
     this.backend = b;
-    b.owner = this;
     this.timer = this.clock.setTimer(() => this.fail(`auth_query took longer than ${this.s.timeoutMs} ms`, true), this.s.timeoutMs);
     b.writeNow(
       Buffer.concat([

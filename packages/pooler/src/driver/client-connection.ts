@@ -8,7 +8,8 @@ import type { RawMessage } from '@quicpool/wire';
 import { upgradeToTls } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
 import type { ScramKeys } from '../auth/scram.js';
-import type { Backend, BackendOwner, Waiter } from '../backend/backend.js';
+import type { Backend } from '../backend/backend.js';
+import type { Waiter } from '../backend/link.js';
 import { BackendLoginError, fatal } from '../backend/login.js';
 import { clientReads } from './client-reads.js';
 import { clientRow } from './client-row.js';
@@ -28,7 +29,7 @@ const CLOSE_LINGER_MS = 5_000;
 /** What the end of a client's stream means once it is logged in (see `onEnd`). */
 const TERMINATE: RawMessage = { type: MessageType.Terminate, bytes: encodeFrontend({ type: 'Terminate' }) };
 
-export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
+export class ClientConnection implements Waiter, ClientHandle {
   readonly session: ClientSession;
   private stream: SessionStream;
   /** The stream's writeBatching is 'per-read' (read once per stream: sockets differ in shape, so the load per read would be megamorphic). */
@@ -281,7 +282,7 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
     );
   }
 
-  // --- Waiter, BackendOwner --------------------------------------------------------------------
+  // --- Waiter (the pool's client) --------------------------------------------------------------
 
   onBackend(b: Backend): void {
     if (this.ended) {
@@ -289,7 +290,6 @@ export class ClientConnection implements Waiter, BackendOwner, ClientHandle {
       this.pool?.release(b, { status: 'I', busy: false, dirty: false });
       return;
     }
-    b.owner = this;
     this.backend = b;
     this.resume(PAUSED_WAITING);
     this.dispatch({ type: 'backendAttached', backend: b });

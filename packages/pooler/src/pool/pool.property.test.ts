@@ -44,7 +44,13 @@ describe('Pool invariants', () => {
               holders.set(b, w);
               held.push(b);
               waiting.splice(waiting.indexOf(w), 1);
-              b.owner = { onBackendMessage: () => undefined, onBackendLost: () => { lost++; holders.delete(b); held.splice(held.indexOf(b), 1); } };
+            },
+            onBackendMessage: () => undefined,
+            onBackendLost() {
+              const b = held.find((x) => holders.get(x) === w)!;
+              lost++;
+              holders.delete(b);
+              held.splice(held.indexOf(b), 1);
             },
             onError() {
               expect(answered).toBe(false);

@@ -8,7 +8,8 @@
 import { encodeFrontend, SQLSTATE } from '@quicpool/wire';
 import type { PoolSettings } from '../config/pool-settings.js';
 import { Backend } from '../backend/backend.js';
-import type { Waiter } from '../backend/backend.js';
+import { Link } from '../backend/link.js';
+import type { Waiter } from '../backend/link.js';
 import type { BackendLogin } from '../backend/connect.js';
 import { describeServer, sameServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
@@ -25,7 +26,7 @@ import type { PoolDependencies, PoolStats } from './types.js';
 import { PoolTotals } from './totals.js';
 import { WaitQueue } from './wait-queue.js';
 
-export type { Waiter } from '../backend/backend.js';
+export type { Waiter } from '../backend/link.js';
 export type { PoolDependencies, PoolStats, PoolUpstreamEvent, ReleaseFacts, ServerRow, ServerState, TransactionServed } from './types.js';
 
 export class Pool implements BudgetedPool {
@@ -194,9 +195,7 @@ export class Pool implements BudgetedPool {
 
   /** Gives an 'active' backend to a waiter (served at once or after waiting `waitMs`). */
   private deliver(w: Waiter, b: Backend, now: number, waitMs: number): void {
-    b.holder = w;
-    b.assignedAt = now;
-    b.waitMs = waitMs;
+    b.link = new Link(w, now, waitMs);
     w.onBackend(b);
   }
 
@@ -221,7 +220,6 @@ export class Pool implements BudgetedPool {
   /** A client gives a backend back; what it needs before reuse follows from the facts. */
   release(b: Backend, facts: ReleaseFacts): void {
     if (b.state !== 'active') return;
-    b.owner = null;
     const now = this.deps.clock.now();
     this.served(b, now);
     b.lastUsedAt = now;
@@ -237,19 +235,18 @@ export class Pool implements BudgetedPool {
     if (reset) {
       b.writeNow(encodeQuery(this.settings.serverResetQuery));
       // What the reset query left of the parameters the server does not report is not known.
-      b.unreported.known = false;
-      b.trackedMatch.version = -1;
+      b.sessionState.settingsReset();
     }
   }
 
-  /** The holder of `b` is done with it: count the transaction (and tell whoever listens). */
+  /** The link of `b` ends: count the transaction (and tell whoever listens). */
   private served(b: Backend, now: number): void {
-    const holder = b.holder;
-    if (holder === null) return;
-    b.holder = null;
-    const xactMs = now - b.assignedAt;
-    this.totals.transaction(xactMs, b.waitMs);
-    this.deps.served?.(this, { waiter: holder, waitMs: b.waitMs, xactMs });
+    const link = b.link;
+    if (link === null) return;
+    b.link = null;
+    const xactMs = now - link.since;
+    this.totals.transaction(xactMs, link.waitMs);
+    this.deps.served?.(this, { waiter: link.client, waitMs: link.waitMs, xactMs });
   }
 
   /** Closes idle backends now; active ones are closed as they are released. */
@@ -383,12 +380,11 @@ export class Pool implements BudgetedPool {
   private onClosed(b: Backend, reason: string): void {
     if (b.state === 'closed') return;
     this.watch.connectionLost();
-    const owner = b.state === 'active' ? b.owner : null;
+    const client = b.state === 'active' ? (b.link?.client ?? null) : null;
     if (b.state === 'active') this.served(b, this.deps.clock.now());
     this.lists.move(b, 'closed');
-    b.owner = null;
     b.destroy();
-    owner?.onBackendLost(reason);
+    client?.onBackendLost(reason);
     this.refill();
   }
 
@@ -400,7 +396,6 @@ export class Pool implements BudgetedPool {
     if (b.state === 'closed') return;
     if (b.state === 'active') this.served(b, this.deps.clock.now());
     this.lists.move(b, 'closed');
-    b.owner = null;
     if (how === 'giveAway') return b.closeWhenServerDone();
     b.close();
     this.refill();

@@ -2,7 +2,7 @@
 // (ReleaseFacts) and needs (PoolDependencies).
 import type { SessionInfo } from '@quicpool/transport';
 import type { TransactionStatus } from '@quicpool/wire';
-import type { Waiter } from '../backend/backend.js';
+import type { Waiter } from '../backend/link.js';
 import type { BackendConnection, BackendLogin } from '../backend/connect.js';
 import type { ServerAddress } from '../backend/dial.js';
 import type { Clock } from '../runtime/clock.js';

@@ -3,7 +3,7 @@
 // the shorter outage wait while the server is down), so arrival order is deadline order and one
 // timer, aimed at the oldest waiter, serves them all (no timer per wait). A client served at once
 // never enters it. A waiter whose time is up gets the error `expired` makes for it.
-import type { Waiter } from '../backend/backend.js';
+import type { Waiter } from '../backend/link.js';
 import type { Clock, Timer } from '../runtime/clock.js';
 import type { EncodedError } from '../runtime/encoded-error.js';
 

@@ -3,6 +3,7 @@
 // would have done: a differential test feeds two sessions the same random conversation, one
 // always by events, the other taking the shortcut whenever it is offered, and compares every step.
 import fc from 'fast-check';
+import { ServerSessionState } from '../backend/session-state.js';
 import { describe, expect, it } from 'vitest';
 import type { BackendMessage, RawMessage } from '@quicpool/wire';
 import { ClientSession } from './client-session.js';
@@ -74,7 +75,7 @@ describe('ClientSession.passesThrough', () => {
           let event: () => SessionEvent;
           if (st.k === 'attach') {
             if (byEvents.phase !== 'waiting') continue;
-            event = () => ({ type: 'backendAttached', backend: { parameters: new Map(PARAMS) } });
+            event = () => ({ type: 'backendAttached', backend: { parameters: new Map(PARAMS), parametersVersion: 0, sessionState: new ServerSessionState() } });
             attached = true;
           } else if (st.k === 'client') {
             event = () => ({ type: 'clientMessage', message: client[st.i]! });
@@ -107,7 +108,7 @@ describe('ClientSession.passesThrough', () => {
   it('is offered for the rows of a simple query, not for its ReadyForQuery, nor while the pooler’s own SET is answered', () => {
     const s = session('transaction', true);
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select 1' }) });
-    s.handle({ type: 'backendAttached', backend: { parameters: new Map(PARAMS) } });
+    s.handle({ type: 'backendAttached', backend: { parameters: new Map(PARAMS), parametersVersion: 0, sessionState: new ServerSessionState() } });
     const passes = (m: BackendMessage) => {
       const r = rawBackend(m);
       return s.passesThrough(r.type, r.bytes, 0);

@@ -2,6 +2,7 @@
 // a backend is used only while attached, given back exactly once (released or lost), never
 // requested twice at a time, and a closed session does nothing more.
 import fc from 'fast-check';
+import { ServerSessionState } from '../backend/session-state.js';
 import { describe, expect, it } from 'vitest';
 import { ClientSession } from './client-session.js';
 import type { SessionEvent } from './types.js';
@@ -27,7 +28,7 @@ function event(step: Step): SessionEvent {
     case 'sync': return { type: 'clientMessage', message: raw({ type: 'Sync' }) };
     case 'flush': return { type: 'clientMessage', message: raw({ type: 'Flush' }) };
     case 'terminate': return { type: 'clientMessage', message: raw({ type: 'Terminate' }) };
-    case 'attach': return { type: 'backendAttached', backend: { parameters: PARAMS } };
+    case 'attach': return { type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } };
     case 'data': return { type: 'backendMessage', message: rawBackend({ type: 'CommandComplete', tag: 'SELECT 1' }) };
     case 'readyI': return { type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'I' }) };
     case 'readyT': return { type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'T' }) };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deriveSaltedPassword, ScramClient } from '../auth/scram.js';
+import { ServerSessionState } from '../backend/session-state.js';
 import { ClientSession } from './client-session.js';
 import type { SessionAction } from './types.js';
 import { clientMessages, raw, rawBackend, testContext, types } from '../../test/support/session-helpers.js';
@@ -99,7 +100,7 @@ describe('ClientSession transaction pooling', () => {
     const s = started();
     const q = raw({ type: 'Query', query: 'select 1' });
     expect(types(s.handle({ type: 'clientMessage', message: q }))).toEqual(['timer', 'requestBackend']);
-    const a = s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    const a = s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     expect(noTimers(a)).toEqual([{ type: 'sendToBackend', bytes: q.bytes }]);
     s.handle({ type: 'backendMessage', message: rawBackend({ type: 'CommandComplete', tag: 'SELECT 1' }) });
     const z = s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'I' }) });
@@ -110,7 +111,7 @@ describe('ClientSession transaction pooling', () => {
   it('keeps the backend pinned in a transaction and until the last Sync is answered', () => {
     const s = started();
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'begin' }) });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     expect(find(s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'T' }) }), 'releaseBackend')).toEqual([]);
     s.handle({ type: 'clientMessage', message: raw({ type: 'Sync' }) });
     s.handle({ type: 'clientMessage', message: raw({ type: 'Sync' }) });
@@ -126,13 +127,13 @@ describe('ClientSession transaction pooling', () => {
       raw({ type: 'Execute', portal: '', maxRows: 0 }),
     ];
     for (const m of [...ext, raw({ type: 'Sync' }), ...ext]) s.handle({ type: 'clientMessage', message: m });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     expect(find(s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'I' }) }), 'releaseBackend')).toEqual([]);
     s.handle({ type: 'clientMessage', message: raw({ type: 'Sync' }) });
     expect(find(s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'I' }) }), 'releaseBackend')).toHaveLength(1);
     // Parse/Execute then Flush and the client vanishes: the backend is mid-sequence, so busy.
     s.handle({ type: 'clientMessage', message: ext[0]! });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     s.handle({ type: 'clientMessage', message: raw({ type: 'Flush' }) });
     expect(find(s.handle({ type: 'clientClosed' }), 'releaseBackend')).toEqual([{ type: 'releaseBackend', facts: { status: 'I', busy: true, dirty: false } }]);
   });
@@ -140,7 +141,7 @@ describe('ClientSession transaction pooling', () => {
   it('a client vanishing mid-transaction releases the backend with its facts', () => {
     const s = started();
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'begin' }) });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'T' }) });
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: "set x.y = '1'" }) });
     const a = s.handle({ type: 'clientClosed' });
@@ -154,7 +155,7 @@ describe('ClientSession transaction pooling', () => {
     const b = s.handle({ type: 'serverParameters', parameters: PARAMS, cancelKey: KEY });
     expect(clientMessages(b)).not.toContainEqual({ type: 'ParameterStatus', name: 'application_name', value: 'app' }); // not a server parameter
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select 1' }) });
-    const a = noTimers(s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } }));
+    const a = noTimers(s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } }));
     expect(a).toHaveLength(2);
     expect((a[0] as { bytes: Buffer }).bytes.toString()).toContain(`SELECT pg_catalog.set_config('application_name', $q$app$q$, false);`);
     expect(noTimers(s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'I' }) }))).toEqual([]);
@@ -163,7 +164,7 @@ describe('ClientSession transaction pooling', () => {
   it('arms the query timer while a request is outstanding and the idle-in-transaction timer after it', () => {
     const s = started();
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'begin' }) });
-    expect(find(s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } }), 'timer')).toEqual([{ type: 'timer', timer: 'query', armed: true }]);
+    expect(find(s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } }), 'timer')).toEqual([{ type: 'timer', timer: 'query', armed: true }]);
     expect(find(s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ReadyForQuery', status: 'T' }) }), 'timer')).toEqual([
       { type: 'timer', timer: 'query', armed: false },
       { type: 'timer', timer: 'idleInTransaction', armed: true },
@@ -176,7 +177,7 @@ describe('ClientSession transaction pooling', () => {
   it('a lost backend gives the client 08006 and closes it', () => {
     const s = started();
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select 1' }) });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     const a = s.handle({ type: 'backendLost', reason: 'boom' });
     expect(clientMessages(a)[0]).toMatchObject({ type: 'ErrorResponse', fields: { S: 'FATAL', C: '08006' } });
     expect(find(a, 'releaseBackend')).toEqual([]);
@@ -185,7 +186,7 @@ describe('ClientSession transaction pooling', () => {
   it("after the server's own FATAL the lost backend closes the client without a second error", () => {
     const s = started();
     s.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select pg_sleep(10)' }) });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     const fatal = s.handle({ type: 'backendMessage', message: rawBackend({ type: 'ErrorResponse', fields: { S: 'FATAL', V: 'FATAL', C: '57P01', M: 'terminating connection due to administrator command' } }) });
     expect(clientMessages(fatal)).toMatchObject([{ type: 'ErrorResponse', fields: { C: '57P01' } }]);
     const a = s.handle({ type: 'backendLost', reason: 'server closed the connection' });
@@ -194,7 +195,7 @@ describe('ClientSession transaction pooling', () => {
     // An ERROR is not the end: a lost backend after one still gets 08006.
     const t = started();
     t.handle({ type: 'clientMessage', message: raw({ type: 'Query', query: 'select x' }) });
-    t.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    t.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     t.handle({ type: 'backendMessage', message: rawBackend({ type: 'ErrorResponse', fields: { S: 'ERROR', V: 'ERROR', C: '42703', M: 'column "x" does not exist' } }) });
     expect(clientMessages(t.handle({ type: 'backendLost', reason: 'boom' }))[0]).toMatchObject({ fields: { C: '08006' } });
   });

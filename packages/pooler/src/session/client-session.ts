@@ -10,7 +10,7 @@ import type { ScramKeys } from '../auth/scram.js';
 import { IdleAnswers } from './idle-answers.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { BackendStatements } from '../prepared/statement-cache.js';
-import { ParameterSync, refusedParameter, resetsParameters, unreportedUnknown } from './parameter-sync.js';
+import { ParameterSync, refusedParameter, resetsParameters } from './parameter-sync.js';
 import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
 import { rejectedStatement } from './session-policy.js';
 import { BEGIN_READ_ONLY, COMMIT, runsBeforeConfirmation } from './read-only-early.js';
@@ -400,7 +400,7 @@ export class ClientSession implements StartupOwner {
     this.backendEnding = false;
     this.phase = 'attached';
     this.tx.attached(this.ctx.poolMode === 'session' || this.pinnedBy !== null);
-    if (this.router !== null) this.router.attach((b.statements ??= new BackendStatements(this.ctx.preparedStatementCacheSize ?? 1000)));
+    if (this.router !== null) this.router.attach((b.sessionState.statements ??= new BackendStatements(this.ctx.preparedStatementCacheSize ?? 1000)));
     const set = this.parameters.applyTo(b);
     if (set !== null) {
       // The client's tracked parameters, SET where this backend differs; the answers are swallowed.
@@ -467,7 +467,7 @@ export class ClientSession implements StartupOwner {
   private deliver(type: number, bytes: Buffer): void {
     if (type === MessageType.ErrorResponse && isSessionEndingError(bytes)) this.backendEnding = true;
     // RESET ALL / DISCARD ALL by the client: the backend's unreported parameters are not what the pooler SET.
-    if (type === MessageType.CommandComplete && (bytes[5] === 0x52 || bytes[5] === 0x44) && resetsParameters(bytes) && this.backend !== null) unreportedUnknown(this.backend);
+    if (type === MessageType.CommandComplete && (bytes[5] === 0x52 || bytes[5] === 0x44) && resetsParameters(bytes) && this.backend !== null) this.backend.sessionState.settingsReset();
     if (type === MessageType.ParameterStatus) {
       this.parameters.observe(bytes);
     } else if (type === MessageType.ReadyForQuery) {

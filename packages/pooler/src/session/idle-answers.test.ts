@@ -2,6 +2,7 @@
 // client's backend accepted and described, another client of the same pool gets from the pooler,
 // with the same bytes; anything else still goes to a backend, in order.
 import { describe, expect, it } from 'vitest';
+import { ServerSessionState } from '../backend/session-state.js';
 import type { BackendMessage } from '@quicpool/wire';
 import { ClientSession } from './client-session.js';
 import type { SessionAction } from './types.js';
@@ -36,7 +37,7 @@ const toBackend = (a: SessionAction[]): string[] =>
 function learn(registry: PreparedRegistry): BackendMessage[] {
   const a = started(registry);
   expect(requested(client(a, { type: 'Parse', name: 's1', query: TEXT, parameterTypes: [] }, { type: 'Describe', target: 'S', name: 's1' }, { type: 'Sync' }))).toBe(true);
-  a.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+  a.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
   return clientMessages(backend(a, { type: 'ParseComplete' }, PARAMETERS, ROWS, { type: 'ReadyForQuery', status: 'I' }));
 }
 
@@ -53,7 +54,7 @@ describe('idle answers (transaction pooling, no backend attached)', () => {
     // Using it needs a backend: prepared there first (an injected Parse), then the renamed Bind.
     const run = client(b, { type: 'Bind', portal: '', statement: 'other', parameterFormats: [], parameters: [Buffer.from('1')], resultFormats: [] }, { type: 'Execute', portal: '', maxRows: 0 }, { type: 'Sync' });
     expect(requested(run)).toBe(true);
-    expect(toBackend(b.handle({ type: 'backendAttached', backend: { parameters: PARAMS } }))).toEqual(['P', 'B', 'E', 'S']);
+    expect(toBackend(b.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } }))).toEqual(['P', 'B', 'E', 'S']);
   });
 
   it('a bare Parse + Sync (PQprepare) is answered with ParseComplete and the session status', () => {
@@ -74,7 +75,7 @@ describe('idle answers (transaction pooling, no backend attached)', () => {
     const mixed = client(t, { type: 'Parse', name: 'k', query: TEXT, parameterTypes: [] }, { type: 'Bind', portal: '', statement: 'k', parameterFormats: [], parameters: [Buffer.from('1')], resultFormats: [] }, { type: 'Sync' });
     expect(clientMessages(mixed)).toEqual([]);
     expect(requested(mixed)).toBe(true);
-    expect(toBackend(t.handle({ type: 'backendAttached', backend: { parameters: PARAMS } }))).toEqual(['P', 'B', 'S']);
+    expect(toBackend(t.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } }))).toEqual(['P', 'B', 'S']);
   });
 
   it('a statement whose Parse a backend refuses is forgotten', () => {
@@ -83,7 +84,7 @@ describe('idle answers (transaction pooling, no backend attached)', () => {
     const s = started(registry);
     client(s, { type: 'Parse', name: 'x', query: TEXT, parameterTypes: [] }, { type: 'Sync' });
     client(s, { type: 'Bind', portal: '', statement: 'x', parameterFormats: [], parameters: [Buffer.from('1')], resultFormats: [] }, { type: 'Execute', portal: '', maxRows: 0 }, { type: 'Sync' });
-    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS } });
+    s.handle({ type: 'backendAttached', backend: { parameters: PARAMS, parametersVersion: 0, sessionState: new ServerSessionState() } });
     const a = backend(s, { type: 'ErrorResponse', fields: { S: 'ERROR', V: 'ERROR', C: '42P01', M: 'relation does not exist' } }, { type: 'ReadyForQuery', status: 'I' });
     expect(clientMessages(a).map((m) => m.type)).toEqual(['ErrorResponse', 'ReadyForQuery']);
     expect(registry.size).toBe(0);

@@ -3,13 +3,14 @@
 import { describe, expect, it } from 'vitest';
 import { BackendDecoder, decodeFrontendMessage, encodeBackend } from '@quicpool/wire';
 import { ParameterSync } from './parameter-sync.js';
+import { ServerSessionState } from '../backend/session-state.js';
 import type { AttachedBackend } from './types.js';
 
 const KEY = { processId: 7, secretKey: Buffer.from([1, 2, 3, 4]) };
 const SERVER = new Map([['server_version', '17.6'], ['TimeZone', 'UTC'], ['application_name', ''], ['client_encoding', 'UTF8']]);
 
 function backend(parameters: Map<string, string>): AttachedBackend {
-  return { parameters, parametersVersion: 0, trackedMatch: { signature: '', version: -1 } };
+  return { parameters, parametersVersion: 0, sessionState: new ServerSessionState() };
 }
 
 const setQuery = (bytes: Buffer | null): string | null => {
@@ -58,7 +59,7 @@ describe('ParameterSync', () => {
     const p = new ParameterSync();
     p.greeting(SERVER, KEY);
     const parameters = new Map(SERVER);
-    const b = { parameters, parametersVersion: 0, trackedMatch: { signature: '', version: -1 } };
+    const b = { parameters, parametersVersion: 0, sessionState: new ServerSessionState() };
     expect(p.applyTo(b)).toBeNull();
     parameters.set('TimeZone', 'Asia/Tokyo');
     b.parametersVersion = 1;
@@ -71,15 +72,14 @@ describe('ParameterSync', () => {
     a.greeting(SERVER, KEY);
     const b = new ParameterSync();
     b.greeting(SERVER, KEY);
-    const shared = { parameters: new Map(SERVER), parametersVersion: 0, trackedMatch: { signature: '', version: -1 }, unreported: { values: new Map<string, string>(), known: true } };
+    const shared = { parameters: new Map(SERVER), parametersVersion: 0, sessionState: new ServerSessionState() };
     expect(b.applyTo(shared)).toBeNull();
     expect(setQuery(a.applyTo(shared))).toBe(`SELECT pg_catalog.set_config('statement_timeout', $q$5s$q$, false), pg_catalog.set_config('lock_timeout', $q$1s$q$, false);`);
     expect(a.applyTo(shared)).toBeNull(); // the backend has them now
     expect(setQuery(b.applyTo(shared))).toBe(`RESET "statement_timeout";RESET "lock_timeout";`);
     expect(b.applyTo(shared)).toBeNull(); // the memo of b's earlier match was dropped, and it matches again
     // After the pool's reset (DISCARD ALL) nothing is known: every one is SET or RESET once.
-    shared.unreported.known = false;
-    shared.trackedMatch.version = -1;
+    shared.sessionState.settingsReset();
     expect(setQuery(a.applyTo(shared))).toMatch(/^SELECT pg_catalog\.set_config\('statement_timeout', \$q\$5s\$q\$, false\), pg_catalog\.set_config\('lock_timeout', \$q\$1s\$q\$, false\);RESET "DateStyle";.*RESET "default_transaction_read_only";$/);
   });
 });

@@ -4,7 +4,8 @@
 // given whose values differ. For parameters the server does not report, the backend's value is
 // what the pooler SET there (kept on the backend); one a client did not set is RESET, so it never
 // inherits another client's value. A backend remembers the signature of the last values it
-// matched, so attaching it to a client with the same values costs one string comparison.
+// matched (backend/session-state.ts), so attaching it to a client with the same values costs one
+// string comparison.
 import { decodeBackendMessage, encodeBackend, encodeFrontend, errorResponse, SQLSTATE } from '@quicpool/wire';
 import { canonicalTrackedName, setStatements, TRACKED_PARAMETERS } from './startup-parameters.js';
 import type { AttachedBackend, CancelKey, EncodedError } from './types.js';
@@ -48,14 +49,13 @@ export class ParameterSync {
   /** The Query that SETs the client's values where `b` differs, or null when it matches already. */
   applyTo(b: AttachedBackend): Buffer | null {
     const sig = this.signature();
-    const memo = b.trackedMatch;
-    if (memo !== undefined && memo.signature === sig && memo.version === b.parametersVersion) return null;
-    const u = b.unreported;
+    const { trackedMatch: memo, unreported: u } = b.sessionState;
+    if (memo.signature === sig && memo.version === b.parametersVersion) return null;
     let changes: Map<string, string | null> | null = null;
     let unreportedChanged = false;
     for (const [name, value] of this.tracked) {
       const reported = b.parameters.get(name);
-      if (reported !== undefined || u === undefined) {
+      if (reported !== undefined) {
         if (reported !== value) (changes ??= new Map()).set(name, value);
       } else if (!u.known || u.values.get(name) !== value) {
         (changes ??= new Map()).set(name, value);
@@ -63,24 +63,20 @@ export class ParameterSync {
         unreportedChanged = true;
       }
     }
-    if (u !== undefined) {
-      // Values other clients left (or, after a reset, any value): back to the server's default.
-      for (const name of u.known ? u.values.keys() : TRACKED_PARAMETERS) {
-        if (this.tracked.has(name) || b.parameters.has(name)) continue;
-        (changes ??= new Map()).set(name, null);
-        u.values.delete(name);
-        unreportedChanged = true;
-      }
-      u.known = true;
-      // The server reports nothing of these: a memo of an earlier match no longer holds.
-      if (unreportedChanged && memo !== undefined) memo.version = -1;
+    // Values other clients left (or, after a reset, any value): back to the server's default.
+    for (const name of u.known ? u.values.keys() : TRACKED_PARAMETERS) {
+      if (this.tracked.has(name) || b.parameters.has(name)) continue;
+      (changes ??= new Map()).set(name, null);
+      u.values.delete(name);
+      unreportedChanged = true;
     }
+    u.known = true;
+    // The server reports nothing of these: a memo of an earlier match no longer holds.
+    if (unreportedChanged) memo.version = -1;
     if (changes === null) {
       // The backend matches as it is: the next client with the same values skips the comparison.
-      if (memo !== undefined) {
-        memo.signature = sig;
-        memo.version = b.parametersVersion ?? 0;
-      }
+      memo.signature = sig;
+      memo.version = b.parametersVersion;
       return null;
     }
     return encodeFrontend({ type: 'Query', query: setStatements(changes) });
@@ -107,12 +103,6 @@ export class ParameterSync {
 export function resetsParameters(commandComplete: Buffer): boolean {
   const tag = commandComplete.toString('latin1', 5, commandComplete.length - 1);
   return tag === 'RESET' || tag === 'DISCARD ALL';
-}
-
-/** The client reset the backend's settings itself: what the pooler SET there is no longer known. */
-export function unreportedUnknown(b: AttachedBackend): void {
-  if (b.unreported !== undefined) b.unreported.known = false;
-  if (b.trackedMatch !== undefined) b.trackedMatch.version = -1;
 }
 
 /**

@@ -1,9 +1,9 @@
 // What goes into and comes out of a client session's state machine. The machine does no I/O:
 // the driver turns transport and pool happenings into events and carries out the actions.
 import type { ServerAddress } from '../backend/dial.js';
+import type { ServerSessionState } from '../backend/session-state.js';
 import type { EncodedError } from '../runtime/encoded-error.js';
 import type { ReleaseFacts } from '../pool/types.js';
-import type { BackendStatements } from '../prepared/statement-cache.js';
 import type { RawMessage, SqlState, StartupPacket } from '@quicpool/wire';
 import type { PeerCertificate, TransportKind } from '@quicpool/transport';
 import type { PoolMode } from '../config/pool-settings.js';
@@ -17,25 +17,12 @@ export type { ReleaseFacts } from '../pool/types.js';
 
 /** What the session needs to know about the backend it was given. */
 export interface AttachedBackend {
-  /** The backend's current reported parameter values (ParameterStatus), kept up to date by its owner. */
+  /** The backend's current reported parameter values (ParameterStatus), kept up to date by the backend. */
   readonly parameters: ReadonlyMap<string, string>;
-  /** Bumped by its owner whenever a value in `parameters` changes. */
-  readonly parametersVersion?: number;
-  /**
-   * Scratch space the session keeps on the backend: the tracked-parameter signature of the last
-   * client whose values the backend was found to have, at which `parametersVersion`. A client with
-   * the same signature then needs no comparison (absent: always compare).
-   */
-  readonly trackedMatch?: { signature: string; version: number };
-  /**
-   * Scratch space the session keeps on the backend: the values the pooler SET there of tracked
-   * parameters the server does not report (statement_timeout ..., search_path before 18).
-   * `known` is false after the pool reset the backend: each of them is then SET or RESET at the
-   * next attach. Absent: such parameters are SET at every attach.
-   */
-  readonly unreported?: { readonly values: Map<string, string>; known: boolean };
-  /** Scratch space the session keeps on the backend: the statements prepared there (made at its first attach). */
-  statements?: BackendStatements | undefined;
+  /** Bumped whenever a value in `parameters` changes. */
+  readonly parametersVersion: number;
+  /** What the sessions keep on this server connection: matched parameters, values SET, statements prepared. */
+  readonly sessionState: ServerSessionState;
 }
 
 

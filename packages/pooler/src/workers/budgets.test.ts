@@ -50,6 +50,8 @@ function waiter(): Waiter & { backend: Backend | null; errors: unknown[] } {
     onError(e) {
       this.errors.push(e);
     },
+    onBackendMessage: () => undefined,
+    onBackendLost: () => undefined,
   };
 }
 

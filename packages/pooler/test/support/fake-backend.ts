@@ -79,5 +79,7 @@ export function recordingWaiter(): Waiter & { backend: Backend | null; error: En
     onError(e) {
       this.error = e;
     },
+    onBackendMessage: () => undefined,
+    onBackendLost: () => undefined,
   };
 }
