@@ -22,8 +22,16 @@
 // injected first (its ParseComplete swallowed), as Postgres keeps the statement until the next
 // unnamed Parse, a simple Query or a Close of it. A client without one gets a Close of the
 // backend's unnamed statement instead, so it never runs another client's (Postgres says 26000).
-import type { PreparedRegistry } from './registry.js';
+//
+// The router is three classes, each extending the one before (no indirection per message): the
+// queue and the backend's answers matched against it (backend-answers.ts), the pooler statements
+// on the attached backend (statement-placement.ts), and here the client's messages and statements.
+// Reading and writing a simple-query DEALLOCATE's text: deallocate.ts.
+import { CLIENT_ENTRY } from './backend-answers.js';
+import type { Completion, Entry } from './backend-answers.js';
+import { DEALLOCATE_ONE, deallocateQuery, startsWithD } from './deallocate.js';
 import type { BackendStatements } from './statement-cache.js';
+import { StatementPlacement } from './statement-placement.js';
 import {
   bindStatement,
   CLOSE_COMPLETE,
@@ -39,44 +47,11 @@ import {
 } from './wire-names.js';
 import { MessageType } from '@quicpool/wire';
 
-/** What the client's forwarded message is answered with, at the end. */
-type Completion = 'parse' | 'bind' | 'describe' | 'execute' | 'close' | 'sync' | 'ready';
-
 export interface ClientStatement {
   readonly pooler: string;
   /** The client's Parse, renamed to `pooler` (a copy: it is kept for re-preparing). */
   readonly parse: Buffer;
 }
-
-interface Undo {
-  /** A client name this message registered: forgotten when the message fails or is skipped. */
-  readonly register?: string;
-  /** A statement this message adds to the backend: unsure when it fails or is skipped. */
-  readonly added?: string;
-  /** A client Close: the statement comes back when the Close is skipped. */
-  readonly reopen?: readonly [string, ClientStatement];
-  /** A client Parse or Close of the unnamed statement: the state before it (see StatementRouter.unnamed). */
-  readonly unnamedBefore?: { readonly parse: Buffer | null; readonly here: boolean };
-}
-
-type Entry =
-  /** `described`: the pooler name of a statement whose Describe this answers (its answer is kept). */
-  | { readonly k: 'client'; readonly c: Completion; readonly undo?: Undo; readonly described?: string }
-  | { readonly k: 'synth'; readonly bytes: Buffer; readonly undo?: Undo }
-  | { readonly k: 'injectedParse'; readonly name: string; readonly quiet: boolean }
-  | { readonly k: 'injectedClose'; readonly name: string }
-  | { readonly k: 'injectedSync' };
-
-/** Entries without undo data are immutable: one shared object per completion (none allocated per message). */
-const CLIENT_ENTRY: Readonly<Record<Completion, Entry>> = {
-  parse: { k: 'client', c: 'parse' },
-  bind: { k: 'client', c: 'bind' },
-  describe: { k: 'client', c: 'describe' },
-  execute: { k: 'client', c: 'execute' },
-  close: { k: 'client', c: 'close' },
-  sync: { k: 'client', c: 'sync' },
-  ready: { k: 'client', c: 'ready' },
-};
 
 /** Injected before a Bind/Describe of the unnamed statement on a backend that lacks the client's. */
 const INJECTED_UNNAMED_PARSE: Entry = { k: 'injectedParse', name: '', quiet: false };
@@ -94,26 +69,12 @@ export interface RouterSink {
 }
 
 // Message types by their protocol names, as local constants (switches on them stay cheap).
-const { ParseComplete, BindComplete, CloseComplete, NoData, RowDescription, ParameterDescription, CommandComplete, EmptyQueryResponse, PortalSuspended, ErrorResponse, ReadyForQuery } = MessageType;
 const { Query, Sync, Execute, FunctionCall, Flush, Parse, Bind, Describe, Close } = MessageType;
 
-/** `DEALLOCATE [PREPARE] name` as the whole of a simple query. */
-const DEALLOCATE_ONE = /^\s*deallocate\s+(?:prepare\s+)?(?:"((?:[^"]|"")+)"|([a-z_][\w$]*))\s*;?\s*$/i;
-
-export class StatementRouter {
+export class StatementRouter extends StatementPlacement {
   private readonly statements = new Map<string, ClientStatement>();
-  private cache: BackendStatements | null = null;
-  private queue: Entry[] = [];
-  private head = 0;
-  /** The backend saw an error and ignores everything until the next Sync, and no Sync is queued. */
-  private skipping = false;
   /** Extended-protocol messages were forwarded since the last Sync. */
   private midExtended = false;
-  /** Syncs sent to the backend (this attachment), and Syncs answered. */
-  private groups = 0;
-  private resolved = 0;
-  /** The Sync group of the last message about a statement, while its outcome may be unknown. */
-  private readonly lastGroup = new Map<string, number>();
   /** The Sync group in which a client name was last registered or closed, until that group is answered. */
   private readonly nameGroup = new Map<string, number>();
   /**
@@ -121,10 +82,6 @@ export class StatementRouter {
    * not answered yet, so whether it exists depends on that group's fate. Routed once it is known.
    */
   private held: { readonly type: number; readonly bytes: Buffer; readonly scope: string }[] = [];
-  /** The statements the client's pool knows: what its backends accept is recorded there. */
-  registry: PreparedRegistry | null = null;
-  /** The ParameterDescription of the statement Describe being answered, until its row part comes. */
-  private parameterDescription: Buffer | null = null;
   /** The client's unnamed statement (its Parse, copied), null when it has none (see the top). */
   private unnamed: Buffer | null = null;
   /** The attached backend's unnamed statement is the client's (or is gone, when the client has none). */
@@ -133,8 +90,6 @@ export class StatementRouter {
   private unnamedAgain: Entry | null = null;
   /** The Sync group of the last message that changed the unnamed statement, until it is answered (-1: none). */
   private unnamedGroup = -1;
-
-  constructor(private readonly sink: RouterSink) {}
 
   /** The client's statement of that name, if it has one. */
   statement(name: string): ClientStatement | undefined {
@@ -262,122 +217,6 @@ export class StatementRouter {
     }
   }
 
-  /** A message from the attached backend. */
-  backend(type: number, bytes: Buffer): void {
-    const e = this.queue[this.head];
-    switch (type) {
-      case ParseComplete:
-      case BindComplete:
-      case CloseComplete:
-        if (e !== undefined && (e.k === 'injectedParse' || e.k === 'injectedClose')) {
-          if (e.k === 'injectedParse' && e.name !== '') this.registry?.learned(e.name);
-          return this.complete();
-        }
-        if (type === ParseComplete && e?.k === 'client' && e.undo?.added !== undefined) this.registry?.learned(e.undo.added);
-        this.sink.pass(type, bytes);
-        return this.complete();
-      case ParameterDescription:
-        // Copied: the row part may come in a later read, into the same read buffer.
-        if (e?.k === 'client' && e.described !== undefined) this.parameterDescription = Buffer.from(bytes);
-        this.sink.pass(type, bytes);
-        return;
-      case NoData:
-      case RowDescription:
-        if (e?.k === 'client' && e.c === 'describe') {
-          const p = this.parameterDescription;
-          if (e.described !== undefined && p !== null) this.registry?.described(e.described, p, bytes);
-          this.parameterDescription = null;
-          this.sink.pass(type, bytes);
-          return this.complete();
-        }
-        this.sink.pass(type, bytes);
-        return;
-      case CommandComplete:
-      case EmptyQueryResponse:
-      case PortalSuspended:
-        if (type === CommandComplete && bytes[5] === 0x44 /* D */) this.watchTag(bytes);
-        this.sink.pass(type, bytes);
-        if (e?.k === 'client' && e.c === 'execute') this.complete();
-        return;
-      case ErrorResponse:
-        if (e === undefined || e.k === 'injectedSync' || (e.k === 'client' && (e.c === 'sync' || e.c === 'ready'))) {
-          this.sink.pass(type, bytes);
-          return;
-        }
-        if (!(e.k === 'injectedParse' && e.quiet)) this.sink.pass(type, bytes);
-        // A refused Parse: the statement is not known to work any more (dropped table ...).
-        if (e.k === 'injectedParse' && e.name !== '') this.registry?.forget(e.name);
-        else if (e.k === 'client' && e.c === 'parse' && e.undo?.added !== undefined) this.registry?.forget(e.undo.added);
-        this.parameterDescription = null;
-        return this.skipToSync(true);
-      case ReadyForQuery:
-        this.skipping = false;
-        if (e?.k === 'injectedSync' || (e?.k === 'client' && e.c === 'sync')) this.resolved++;
-        if (e?.k === 'injectedSync') {
-          this.complete();
-          return this.releaseHeld();
-        }
-        // Popped before the session sees it: a ReadyForQuery may release the backend.
-        if (e?.k === 'client' && (e.c === 'sync' || e.c === 'ready')) this.head++;
-        this.sink.pass(type, bytes);
-        this.complete(0);
-        return this.releaseHeld();
-      default:
-        // Rows, parameter descriptions, COPY data, notices, notifications, ParameterStatus.
-        this.sink.pass(type, bytes);
-        return;
-    }
-  }
-
-  /**
-   * The backend went into copy-in mode and ignores the last `n` Syncs the client sent (before its
-   * CopyDone/CopyFail): they are answered by nothing, and the group after each joins the next.
-   */
-  syncsIgnored(n: number): void {
-    for (let i = this.head + 1; i < this.queue.length && n > 0; ) {
-      const e = this.queue[i]!;
-      if (e.k === 'client' && e.c === 'sync') {
-        this.queue.splice(i, 1);
-        this.resolved++;
-        n--;
-      } else {
-        i++;
-      }
-    }
-  }
-
-  /**
-   * Would backend() do nothing with this message but pass it on (no answer completed, nothing
-   * learned)? The message is `buffer[start, ...)`. Rows, notices and COPY data always; a
-   * RowDescription that answers no Describe; a CommandComplete that ends no Execute and is no
-   * DEALLOCATE or DISCARD.
-   */
-  passesThrough(type: number, buffer: Buffer, start: number): boolean {
-    switch (type) {
-      case ParseComplete:
-      case BindComplete:
-      case CloseComplete:
-      case ParameterDescription:
-      case NoData:
-      case EmptyQueryResponse:
-      case PortalSuspended:
-      case ErrorResponse:
-      case ReadyForQuery:
-        return false;
-      case RowDescription: {
-        const e = this.queue[this.head];
-        return !(e?.k === 'client' && e.c === 'describe');
-      }
-      case CommandComplete: {
-        if (buffer[start + 5] === 0x44 /* D */) return false;
-        const e = this.queue[this.head];
-        return !(e?.k === 'client' && e.c === 'execute');
-      }
-      default:
-        return true;
-    }
-  }
-
   private onParse(bytes: Buffer, scope: string): void {
     const { name, restStart } = parseName(bytes);
     if (name === '') return this.onUnnamed(bytes, bytes, 'parse');
@@ -441,23 +280,6 @@ export class StatementRouter {
     }
   }
 
-  /** Prepares a client statement on the backend if it is not there yet (answer swallowed). */
-  private ensure(stmt: ClientStatement, quiet = false): void {
-    const cache = this.cache;
-    if (this.skipping || cache === null) return;
-    const state = this.stateOf(stmt.pooler);
-    if (state === 'present') {
-      cache.touch(stmt.pooler);
-      return;
-    }
-    this.closeEvicted(cache.add(stmt.pooler));
-    // Unsure: it may exist (a skipped Close) or not (a skipped Parse): close, then prepare.
-    if (state === 'unsure') this.injectClose(stmt.pooler);
-    this.touched(stmt.pooler);
-    this.sink.toBackend(stmt.parse);
-    this.push({ k: 'injectedParse', name: stmt.pooler, quiet });
-  }
-
   /** Does this message name a client statement whose registration or Close is still undecided? */
   private ambiguous(type: number, bytes: Buffer): boolean {
     let name: string | undefined;
@@ -470,7 +292,7 @@ export class StatementRouter {
   }
 
   /** A Sync group was answered: forget what it decided, and route the messages that waited for it. */
-  private releaseHeld(): void {
+  protected override releaseHeld(): void {
     for (const [name, g] of this.nameGroup) if (g < this.resolved) this.nameGroup.delete(name);
     if (this.unnamedGroup >= 0 && this.unnamedGroup < this.resolved) this.unnamedGroup = -1;
     while (this.held.length > 0) {
@@ -481,89 +303,13 @@ export class StatementRouter {
     }
   }
 
-  /**
-   * Whether a statement exists on the backend when the message being routed is run. The cache is
-   * optimistic within a Sync group (if an earlier message fails, the backend skips this one too),
-   * but a message of an earlier group whose Sync is not answered yet may still be skipped.
-   */
-  private stateOf(name: string): 'present' | 'absent' | 'unsure' {
-    const cache = this.cache;
-    if (cache === null || cache.unsure.has(name)) return 'unsure';
-    const g = this.lastGroup.get(name);
-    if (g !== undefined && g < this.groups && g >= this.resolved) return 'unsure';
-    return cache.has(name) ? 'present' : 'absent';
-  }
-
-  private touched(name: string): void {
-    this.cache?.unsure.delete(name);
-    this.lastGroup.set(name, this.groups);
-  }
-
-  private injectClose(name: string): void {
-    this.sink.toBackend(targetMessage(Close, name));
-    this.push({ k: 'injectedClose', name });
-  }
-
-  private closeEvicted(names: readonly string[]): void {
-    for (const name of names) {
-      this.touched(name);
-      this.injectClose(name);
-    }
-  }
-
-  /** A message about a statement was skipped or failed: whether it exists is no longer known. */
-  private unsure(name: string): void {
-    this.cache?.delete(name);
-    this.cache?.unsure.add(name);
-  }
-
   private pass(bytes: Buffer, c: Completion): void {
     this.sink.toBackend(bytes);
     this.push(CLIENT_ENTRY[c]);
   }
 
-  private push(e: Entry): void {
-    if (this.skipping) return this.drop(e);
-    if (e.k === 'synth' && this.head === this.queue.length) {
-      this.sink.toClient(e.bytes);
-      return;
-    }
-    this.queue.push(e);
-  }
-
-  /** The head entry is answered: pop it and send the synthesized answers that were waiting behind it. */
-  private complete(step = 1): void {
-    this.head += step;
-    for (let e = this.queue[this.head]; e !== undefined && e.k === 'synth'; e = this.queue[this.head]) {
-      this.sink.toClient(e.bytes);
-      this.head++;
-    }
-    this.compact();
-  }
-
-  /**
-   * After an extended-protocol error: the backend ignores everything up to the next Sync. The
-   * first entry dropped is the message that failed, the others were skipped.
-   */
-  private skipToSync(failed: boolean): void {
-    const dropped: Entry[] = [];
-    let synced = false;
-    for (let e = this.queue[this.head]; e !== undefined; e = this.queue[this.head]) {
-      if (dropped.length > 0 && (e.k === 'injectedSync' || (e.k === 'client' && e.c === 'sync'))) {
-        synced = true;
-        break;
-      }
-      dropped.push(e);
-      this.head++;
-    }
-    this.skipping = !synced;
-    // Undone newest first: a skipped Close may give back a name whose failed Parse is undone after.
-    for (let i = dropped.length - 1; i >= 0; i--) this.drop(dropped[i]!, failed && i === 0);
-    this.compact();
-  }
-
   /** An entry the backend will never answer (`failed`, or skipped): undo what it did. */
-  private drop(e: Entry, failed = false): void {
+  protected override drop(e: Entry, failed = false): void {
     switch (e.k) {
       case 'client':
       case 'synth': {
@@ -596,19 +342,8 @@ export class StatementRouter {
     }
   }
 
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      // Emptied by pop (inlined) rather than `length = 0` (a call into V8's runtime): it holds a few.
-      while (this.queue.length > 0) this.queue.pop();
-      this.head = 0;
-    } else if (this.head > 1024) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
-  }
-
   /** DEALLOCATE ALL / DISCARD ALL succeeded: every statement on this backend is gone. */
-  private watchTag(bytes: Buffer): void {
+  protected override watchTag(bytes: Buffer): void {
     const tag = commandTag(bytes);
     if (tag !== 'DEALLOCATE ALL' && tag !== 'DISCARD ALL') return;
     this.statements.clear();
@@ -638,31 +373,6 @@ export class StatementRouter {
     }
     this.touched(stmt.pooler);
     this.cache.delete(stmt.pooler);
-    return queryBytes(`DEALLOCATE "${stmt.pooler}"`);
+    return deallocateQuery(stmt.pooler);
   }
-}
-
-/**
- * Could the Query's text begin with DEALLOCATE (after \s)? False only when the first byte after
- * ASCII whitespace is ASCII and not 'd' (a non-ASCII byte may be a Unicode space: the regex decides).
- */
-function startsWithD(bytes: Buffer): boolean {
-  const end = bytes.length - 1;
-  let i = 5;
-  for (; i < end; i++) {
-    const c = bytes[i]!;
-    if (c !== 0x20 && (c < 0x09 || c > 0x0d)) break;
-  }
-  if (i >= end) return false;
-  const c = bytes[i]!;
-  return c >= 0x80 || (c | 0x20) === 0x64;
-}
-
-function queryBytes(text: string): Buffer {
-  const body = Buffer.from(`${text}\0`, 'utf8');
-  const out = Buffer.allocUnsafe(body.length + 5);
-  out[0] = Query;
-  out.writeInt32BE(body.length + 4, 1);
-  body.copy(out, 5);
-  return out;
 }
