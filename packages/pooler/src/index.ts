@@ -15,7 +15,7 @@ export type { VirtualDatabase } from './core/pooler-core.js';
 export type * from './core/view.js';
 export type { PoolStats, PoolUpstreamEvent } from './pool/pool.js';
 export { ClientSession } from './session/client-session.js';
-export type { SessionPhase } from './session/client-session.js';
+export type { SessionPhase } from './session/types.js';
 export type * from './session/types.js';
 export { parseScramSecret, formatScramSecret, scramSecretFromPassword } from './auth/scram.js';
 export type { ScramKeys, ScramSecret } from './auth/scram.js';

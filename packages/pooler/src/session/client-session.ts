@@ -1,44 +1,26 @@
 // One client session as a state machine (no I/O): events in, actions out. The driver owns the
-// stream, the pool and the clock; the session owns the protocol decisions, composed of three
-// pieces: startup and authentication (startup-auth.ts), the client's tracked parameters
-// (parameter-sync.ts) and where its requests stand (transaction.ts). What stays here: the
-// phases, client messages held while no backend is attached, when a backend is needed and when it
-// goes back, the session-state policy, and what the client sees when something fails.
-import { encodeBackend, errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
+// stream, the pool and the clock; the session owns the protocol decisions, with its parts beside
+// it: startup and authentication (startup-auth.ts), the tracked parameters (parameter-sync.ts),
+// where its requests stand (transaction.ts), messages held (held-messages.ts), the session-state
+// policy (session-policy.ts) and read-only 0-RTT (early-data.ts). What stays here: the phases,
+// when a backend is needed and when it goes back, and what the client sees when something fails.
+import { errorResponse, isSessionEndingError, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage, SqlState } from '@quicpool/wire';
 import type { ScramKeys } from '../auth/scram.js';
 import { IdleAnswers } from './idle-answers.js';
 import { StatementRouter } from '../prepared/statement-router.js';
 import { BackendStatements } from '../prepared/statement-cache.js';
 import { ParameterSync, refusedParameter, resetsParameters } from './parameter-sync.js';
-import { mayChangeSessionState, sessionStateChange } from './session-state-change.js';
-import { rejectedStatement } from './session-policy.js';
-import { BEGIN_READ_ONLY, COMMIT, runsBeforeConfirmation } from './read-only-early.js';
+import { sessionLooksAt } from './pass-through.js';
+import { SessionStateGuard } from './session-policy.js';
+import { EarlyDataGate } from './early-data.js';
+import { CLIENT_IDLE_OFF, CLIENT_IDLE_ON, CLOSE, END_BACKEND, IDLE_IN_TRANSACTION_OFF, LOGGED_IN, QUERY_OFF, READY_IDLE, REQUEST_BACKEND, WITHDRAW_REQUEST } from './actions.js';
+import { HeldMessages } from './held-messages.js';
 import { StartupAuth } from './startup-auth.js';
 import type { StartupOwner } from './startup-auth.js';
+import { timeoutFailure } from './timeouts.js';
 import { TransactionTracker } from './transaction.js';
-import type { AttachedBackend, EncodedError, SessionAction, SessionContext, SessionEvent, SessionStatePolicy, SessionTimer } from './types.js';
-
-export type SessionPhase =
-  | 'startup' // waiting for the StartupMessage (after optional SSLRequest/GSSENCRequest)
-  | 'authenticating'
-  | 'connecting' // authenticated, waiting for the pool's server parameters
-  | 'idle' // no backend attached
-  | 'waiting' // a backend was requested
-  | 'attached'
-  | 'closed';
-
-const timer = (t: SessionTimer, armed: boolean): SessionAction => ({ type: 'timer', timer: t, armed });
-const CLIENT_IDLE_ON = timer('clientIdle', true);
-const CLIENT_IDLE_OFF = timer('clientIdle', false);
-const IDLE_IN_TRANSACTION_OFF = timer('idleInTransaction', false);
-const QUERY_OFF = timer('query', false);
-const REQUEST_BACKEND: SessionAction = { type: 'requestBackend' };
-const WITHDRAW_REQUEST: SessionAction = { type: 'withdrawRequest' };
-const LOGGED_IN: SessionAction = { type: 'loggedIn' };
-const CLOSE: SessionAction = { type: 'close' };
-const END_BACKEND: SessionAction = { type: 'endBackend' };
-const READY_IDLE = encodeBackend({ type: 'ReadyForQuery', status: 'I' });
+import type { AttachedBackend, EncodedError, SessionAction, SessionContext, SessionEvent, SessionPhase, SessionTimer } from './types.js';
 
 export class ClientSession implements StartupOwner {
   phase: SessionPhase = 'startup';
@@ -46,12 +28,8 @@ export class ClientSession implements StartupOwner {
   private readonly startup: StartupAuth;
   private readonly parameters = new ParameterSync();
   private readonly tx: TransactionTracker;
-  /** Client messages received while no backend is attached (bounded by the driver pausing reads). */
-  private pending: Buffer[] = [];
-  /** Their total size (the driver stops reading the client when too much waits). */
-  private pendingSize = 0;
-  /** The other of the two `pending` arrays (swapped at attach: none allocated per transaction). */
-  private spare: Buffer[] = [];
+  /** Client messages waiting for a backend or for the handshake's confirmation. */
+  private readonly held = new HeldMessages();
   private backend: AttachedBackend | null = null;
   /** The backend sent a FATAL (or PANIC) error, which the client got: its end needs no error of ours. */
   private backendEnding = false;
@@ -67,28 +45,20 @@ export class ClientSession implements StartupOwner {
   private readonly router: StatementRouter | null;
   /** Transaction pooling: prepares of statements the pool knows, answered while no backend is attached. */
   private readonly idleAnswers: IdleAnswers | null;
-  /** The client left session state on its backend (policy 'pin'): what did (e.g. 'SET'); it keeps the backend until it goes. */
-  private pinnedBy: string | null = null;
-  /** The pool's session-state policy, per database (known once authenticated). */
-  private policy: SessionStatePolicy;
-  private authenticatedOnce = false;
-  private loggedIn = false;
-  /** Read-only 0-RTT policy: the handshake is not confirmed yet (see SessionContext.readOnlyEarlyData). */
-  private unconfirmed: boolean;
-  /** Client messages that wait for the handshake's confirmation, in order (the first one could not run early). */
-  private early: Buffer[] = [];
-  /** The FATAL error the session sent last (what a failed login reports). */
-  private lastError: { readonly sqlstate: string; readonly message: string } | null = null;
+  /** Transaction pooling: statements that leave session state, met with the pool's policy. */
+  private readonly stateGuard: SessionStateGuard;
+  /** The read-only 0-RTT policy: what may run before the QUIC handshake is confirmed. */
+  private readonly early: EarlyDataGate;
 
   constructor(private readonly ctx: SessionContext) {
     this.startup = new StartupAuth(ctx, this);
     this.tx = new TransactionTracker((a) => this.emit(a));
-    this.policy = ctx.sessionStatePolicy ?? 'pin';
-    this.unconfirmed = ctx.readOnlyEarlyData === true;
+    this.stateGuard = new SessionStateGuard(ctx.sessionStatePolicy ?? 'pin');
+    this.early = new EarlyDataGate(ctx.readOnlyEarlyData === true);
     this.router =
       ctx.poolMode === 'transaction'
         ? new StatementRouter({
-            toBackend: (bytes) => this.emit({ type: 'sendToBackend', bytes }),
+            toBackend: this.toBackend,
             toClient: (bytes) => this.send(bytes),
             pass: (type, bytes) => this.deliver(type, bytes),
             readyDropped: () => this.tx.readyDropped(),
@@ -111,25 +81,21 @@ export class ClientSession implements StartupOwner {
   get queriesAnswered(): number {
     return this.tx.queriesAnswered;
   }
-  /** The client's backend is pinned to it by the session-state policy. */
-  get isPinned(): boolean {
-    return this.pinnedBy !== null;
-  }
   /** What pinned it (the statement, e.g. 'SET', 'PREPARE', 'LISTEN', or the function), or null. */
   get pinnedReason(): string | null {
-    return this.pinnedBy;
+    return this.stateGuard.pinnedBy;
   }
   /** The read-only early-data policy guards this session (the driver reports the confirmation). */
   get guardsEarlyData(): boolean {
-    return this.ctx.readOnlyEarlyData === true;
+    return this.early.guards;
   }
   /** Client messages wait for the handshake's confirmation. */
   get awaitingConfirmation(): boolean {
-    return this.early.length > 0;
+    return this.held.anyEarly;
   }
   /** Bytes of client messages waiting for a backend (or for the handshake's confirmation). */
   get pendingBytes(): number {
-    return this.pendingSize;
+    return this.held.bytes;
   }
   /** Named prepared statements the client has (transaction pooling). */
   get preparedStatementCount(): number {
@@ -165,9 +131,9 @@ export class ClientSession implements StartupOwner {
         for (const bytes of this.parameters.greeting(e.parameters, e.cancelKey)) this.send(bytes);
         this.send(READY_IDLE);
         this.phase = 'idle';
-        this.loggedIn = true;
+        this.startup.loggedIn = true;
         this.emit(LOGGED_IN);
-        if (this.pending.length > 0) this.requestBackend();
+        if (this.held.anyWaiting) this.requestBackend();
         else this.emit(CLIENT_IDLE_ON);
         return;
       }
@@ -214,36 +180,17 @@ export class ClientSession implements StartupOwner {
   }
 
   private onTimeout(t: SessionTimer): void {
-    switch (t) {
-      case 'authFailure':
-        return this.startup.failureDelayOver();
-      case 'authentication':
-        if (this.phase === 'startup' || this.phase === 'authenticating') return this.fail(SQLSTATE.QUERY_CANCELED, 'canceling authentication due to timeout');
-        return;
-      case 'clientIdle':
-        if (this.phase === 'idle') return this.fail(SQLSTATE.IDLE_SESSION_TIMEOUT, 'terminating connection due to idle-session timeout');
-        return;
-      case 'idleInTransaction':
-        if (this.phase === 'attached' && this.tx.idleInTransaction) {
-          return this.fail(SQLSTATE.IDLE_IN_TRANSACTION_SESSION_TIMEOUT, 'terminating connection due to idle-in-transaction timeout');
-        }
-        return;
-      case 'query':
-        if (this.busy) return this.fail(SQLSTATE.QUERY_CANCELED, 'query_timeout: the server did not answer in time; the server connection is closed');
-        return;
-      default: {
-        const never: never = t;
-        throw new Error(`unknown timer ${String(never)}`);
-      }
-    }
+    if (t === 'authFailure') return this.startup.failureDelayOver();
+    const p = this.phase;
+    const f = timeoutFailure(t, { loggingIn: p === 'startup' || p === 'authenticating', idle: p === 'idle', idleInTransaction: p === 'attached' && this.tx.idleInTransaction, busy: this.busy });
+    if (f !== null) this.fail(f.sqlstate, f.message);
   }
 
   // --- StartupOwner ----------------------------------------------------------------------------
 
   authenticated(database: string, user: string, tracked: ReadonlyMap<string, string>, scramKeys: ScramKeys | undefined): void {
     this.parameters.fromStartup(tracked);
-    this.policy = this.ctx.sessionStatePolicyFor?.(database) ?? this.policy;
-    this.authenticatedOnce = true;
+    this.stateGuard.policy = this.ctx.sessionStatePolicyFor?.(database) ?? this.stateGuard.policy;
     this.phase = 'connecting';
     this.emit(scramKeys === undefined ? { type: 'authenticated', database, user } : { type: 'authenticated', database, user, scramKeys });
   }
@@ -256,12 +203,7 @@ export class ClientSession implements StartupOwner {
     if (type === MessageType.AuthenticationResponse) return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'unexpected authentication response');
     if (this.closeWhenAnswered) return; // nothing follows a Terminate
     if (type === MessageType.Terminate) return this.terminate();
-    if (this.unconfirmed && this.phase !== 'startup' && (this.early.length > 0 || !runsBeforeConfirmation(type, m.bytes))) {
-      // Read-only 0-RTT policy: this (and everything after it, to keep the order) waits.
-      this.early.push(m.bytes);
-      this.pendingSize += m.bytes.length;
-      return;
-    }
+    if (this.phase !== 'startup' && this.early.mustWait(type, m.bytes, this.held)) return this.held.holdEarly(m.bytes);
     switch (this.phase) {
       case 'attached':
         return this.forward(type, m.bytes);
@@ -269,8 +211,7 @@ export class ClientSession implements StartupOwner {
         return this.onIdleMessage(type, m.bytes);
       case 'connecting':
       case 'waiting':
-        this.hold(m.bytes);
-        return;
+        return this.held.hold(m.bytes);
       case 'startup':
         return this.fail(SQLSTATE.PROTOCOL_VIOLATION, 'expected a startup packet');
       case 'closed':
@@ -296,98 +237,35 @@ export class ClientSession implements StartupOwner {
   /** A client message with no backend attached: answered by the pooler if it can, else a backend is requested. */
   private onIdleMessage(type: number, bytes: Buffer): void {
     this.emit(CLIENT_IDLE_OFF);
-    if (this.idleAnswers !== null) {
-      const offer = this.idleAnswers.offer(type, bytes, this.parameters.searchPath, this.tx.status);
-      switch (offer) {
-        case 'taken':
-          return;
-        case 'answered':
-          this.emit(CLIENT_IDLE_ON);
-          return;
-        case 'refused':
-          for (const earlier of this.idleAnswers.giveBack()) this.hold(earlier);
-          break;
-        default: {
-          const never: never = offer;
-          throw new Error(`unhandled offer ${String(never)}`);
-        }
-      }
-    }
-    this.hold(bytes);
+    const offer = this.idleAnswers?.offer(type, bytes, this.parameters.searchPath, this.tx.status, this.held) ?? 'refused';
+    if (offer === 'taken') return;
+    if (offer === 'answered') return this.emit(CLIENT_IDLE_ON);
+    this.held.hold(bytes);
     return this.requestBackend();
-  }
-
-  private hold(bytes: Buffer): void {
-    this.pending.push(bytes);
-    this.pendingSize += bytes.length;
   }
 
   /** The handshake is confirmed: nothing can be a replay any more; what waited goes on, in order. */
   private onConfirmed(): void {
-    if (!this.unconfirmed) return;
-    this.unconfirmed = false;
-    const early = this.early;
-    this.early = [];
-    for (const bytes of early) {
-      this.pendingSize -= bytes.length;
+    if (!this.early.confirm()) return;
+    for (const bytes of this.held.takeEarly()) {
       if (this.phase === 'closed') return;
       this.onClientMessage({ type: bytes[0]!, bytes });
     }
   }
 
   private forward(type: number, message: Buffer): void {
-    if (this.unconfirmed && type === MessageType.Query) return this.forwardReadOnly(message);
+    if (this.early.wraps(type)) return this.early.wrap(this.tx, this.toBackend, () => this.forwardPlain(type, message));
     this.forwardPlain(type, message);
   }
 
-  /**
-   * Before confirmation (read-only policy; only single read-only statements get here): the query
-   * runs inside `BEGIN READ ONLY` ... `COMMIT` of the pooler's own, whose answers the client
-   * never sees, except the COMMIT's ReadyForQuery in place of the query's (status idle).
-   */
-  private forwardReadOnly(message: Buffer): void {
-    this.tx.ownStatement('own');
-    this.emit({ type: 'sendToBackend', bytes: BEGIN_READ_ONLY });
-    this.tx.ownStatement('wrapped');
-    this.forwardPlain(MessageType.Query, message);
-    this.tx.ownStatement('closing');
-    this.emit({ type: 'sendToBackend', bytes: COMMIT });
-  }
-
   private forwardPlain(type: number, message: Buffer): void {
-    let bytes = message;
     this.tx.forwarded(type);
-    // Examined once (it scans the text): with the router the policy decides, without it only `dirty` matters.
-    if (type === MessageType.Query || type === MessageType.Parse) {
-      if (this.router !== null) {
-        const change = sessionStateChange(type, bytes);
-        if (change !== null) bytes = this.onSessionState(type, bytes, change);
-      } else if (!this.tx.dirty && mayChangeSessionState(type, bytes)) {
-        this.tx.dirty = true;
-      }
-    }
+    const bytes = this.stateGuard.examine(type, message, this.router !== null, this.tx);
     if (this.router !== null) this.router.client(type, bytes, this.parameters.searchPath);
-    else this.emit({ type: 'sendToBackend', bytes });
+    else this.toBackend(bytes);
   }
 
-  /** Transaction pooling: the client runs something that leaves session state; apply the policy. */
-  private onSessionState(type: number, bytes: Buffer, change: string): Buffer {
-    switch (this.policy) {
-      case 'pin':
-        this.pinnedBy ??= change;
-        this.tx.dirty = true;
-        return bytes;
-      case 'reset':
-        this.tx.dirty = true;
-        return bytes;
-      case 'reject':
-        return rejectedStatement(type, bytes);
-      default: {
-        const never: never = this.policy;
-        throw new Error(`unknown session state policy ${String(never)}`);
-      }
-    }
-  }
+  private readonly toBackend = (bytes: Buffer): void => this.emit({ type: 'sendToBackend', bytes });
 
   private requestBackend(): void {
     this.phase = 'waiting';
@@ -399,7 +277,7 @@ export class ClientSession implements StartupOwner {
     this.backend = b;
     this.backendEnding = false;
     this.phase = 'attached';
-    this.tx.attached(this.ctx.poolMode === 'session' || this.pinnedBy !== null);
+    this.tx.attached(this.ctx.poolMode === 'session' || this.stateGuard.pinnedBy !== null);
     if (this.router !== null) this.router.attach((b.sessionState.statements ??= new BackendStatements(this.ctx.preparedStatementCacheSize ?? 1000)));
     const set = this.parameters.applyTo(b);
     if (set !== null) {
@@ -407,18 +285,10 @@ export class ClientSession implements StartupOwner {
       this.tx.ownStatement();
       this.emit({ type: 'sendToBackend', bytes: set });
     }
-    // The two pending arrays swap roles: forwarding queues nothing (attached), but stays correct if it did.
-    const pending = this.pending;
-    this.pending = this.spare;
-    this.pendingSize = 0;
-    for (let i = 0; i < pending.length; i++) {
-      const bytes = pending[i]!;
-      this.forward(bytes[0]!, bytes);
-    }
-    // Emptied by pop (inlined) rather than `length = 0` (a call into V8's runtime): it holds one or two.
-    while (pending.length > 0) pending.pop();
-    this.spare = pending;
+    this.held.forEachWaiting(this.forwardHeld);
   }
+
+  private readonly forwardHeld = (bytes: Buffer): void => this.forward(bytes[0]!, bytes);
 
   // --- backend messages ------------------------------------------------------------------------
 
@@ -445,21 +315,7 @@ export class ClientSession implements StartupOwner {
    * `backendMessage` would do with it, for a fraction of the cost).
    */
   passesThrough(type: number, buffer: Buffer, start: number): boolean {
-    if (this.phase !== 'attached' || this.tx.ownAnswersNext) return false;
-    switch (type) {
-      case MessageType.ErrorResponse:
-      case MessageType.ParameterStatus:
-      case MessageType.ReadyForQuery:
-      case MessageType.CopyInResponse: // the Syncs it makes the backend ignore: see onBackendMessage
-        return false;
-      case MessageType.CommandComplete: {
-        const tag = buffer[start + 5]; // RESET ALL and DISCARD ALL: see deliver
-        if (tag === 0x52 || tag === 0x44) return false;
-        break;
-      }
-      default:
-        break;
-    }
+    if (this.phase !== 'attached' || this.tx.ownAnswersNext || sessionLooksAt(type, buffer, start)) return false;
     return this.router === null || this.router.passesThrough(type, buffer, start);
   }
 
@@ -477,7 +333,7 @@ export class ClientSession implements StartupOwner {
       if (this.closeWhenAnswered) return; // the backend closes next
       if (outcome === 'settled') {
         const idle = this.tx.status === 'I';
-        if (idle && ((this.ctx.poolMode === 'transaction' && this.pinnedBy === null) || this.closeAfterRelease)) this.release();
+        if (idle && ((this.ctx.poolMode === 'transaction' && this.stateGuard.pinnedBy === null) || this.closeAfterRelease)) this.release();
         // Graceful shutdown: the transaction has ended (and the backend is back): now close.
         if (this.closeAfterRelease && idle) this.fail(SQLSTATE.ADMIN_SHUTDOWN, 'terminating connection due to administrator command');
       }
@@ -510,9 +366,9 @@ export class ClientSession implements StartupOwner {
 
   private failWith(error: EncodedError): void {
     if (this.phase === 'closed') return;
-    this.lastError = error;
+    this.startup.lastError = error;
     // A login that fails this way is reported as loginFailed (see close).
-    if (error.sqlstate === SQLSTATE.PROTOCOL_VIOLATION && !(this.startup.admitted && !this.loggedIn)) this.emit({ type: 'protocolViolation', reason: error.message });
+    if (error.sqlstate === SQLSTATE.PROTOCOL_VIOLATION && !this.startup.loginPending) this.emit({ type: 'protocolViolation', reason: error.message });
     this.send(error.bytes);
     this.close();
   }
@@ -522,25 +378,13 @@ export class ClientSession implements StartupOwner {
     if (this.phase === 'waiting') this.emit(WITHDRAW_REQUEST);
     this.release();
     this.phase = 'closed';
-    this.pending = [];
-    this.early = [];
-    this.pendingSize = 0;
+    this.held.clear();
     this.emit(CLIENT_IDLE_OFF);
     this.emit(IDLE_IN_TRANSACTION_OFF);
     this.emit(QUERY_OFF);
     this.startup.closing();
-    if (this.startup.admitted && !this.loggedIn) this.emitLoginFailure();
+    if (this.startup.loginPending) this.emit(this.startup.loginFailure());
     this.emit(CLOSE);
-  }
-
-  /** An admitted client ends before its login completed: say where and why. */
-  private emitLoginFailure(): void {
-    const stage = this.authenticatedOnce ? 'server login' : 'authentication';
-    const e = this.lastError;
-    let reason = e?.message ?? `the client closed the connection during ${stage}`;
-    // The client only learns "password authentication failed"; the operator also learns why.
-    if (stage === 'authentication' && this.ctx.lookupUser(this.user) === undefined) reason += ` (${this.ctx.describeUnknownUser?.(this.user) ?? 'no such user in the config'})`;
-    this.emit({ type: 'loginFailed', stage, sqlstate: e?.sqlstate ?? null, reason });
   }
 
   send(bytes: Buffer): void {

@@ -10,14 +10,13 @@
 // usual, so the client sees either all answers from the pooler or all from a backend.
 import { encodeBackend, MessageType } from '@quicpool/wire';
 import type { TransactionStatus } from '@quicpool/wire';
+import type { HeldMessages } from './held-messages.js';
 import { mayChangeSessionState } from './session-state-change.js';
 import type { ClientStatement, StatementRouter } from '../prepared/statement-router.js';
 import { PARSE_COMPLETE, parseName, poolerName, renameParse, statementTarget } from '../prepared/wire-names.js';
 
 /** A group longer than this goes to a backend (what is collected here stays bounded). */
 const MAX_GROUP = 64;
-/** What giveBack() returns when nothing was taken (the common case: no array per transaction). */
-const NOTHING: readonly Buffer[] = Object.freeze([]);
 
 const READY: Readonly<Record<TransactionStatus, Buffer>> = {
   I: encodeBackend({ type: 'ReadyForQuery', status: 'I' }),
@@ -30,7 +29,7 @@ export type Offer =
   | 'taken'
   /** A Sync ended a group the pooler answered (the answers were sent). */
   | 'answered'
-  /** Needs a backend: `giveBack()` returns the group's earlier messages, which go first. */
+  /** Needs a backend: the group's earlier messages were handed to `held`; this one follows them. */
   | 'refused';
 
 export class IdleAnswers {
@@ -45,7 +44,7 @@ export class IdleAnswers {
   ) {}
 
   /** A client message while no backend is attached; `scope` is the client's search_path. */
-  offer(type: number, bytes: Buffer, scope: string, status: TransactionStatus): Offer {
+  offer(type: number, bytes: Buffer, scope: string, status: TransactionStatus, held: HeldMessages): Offer {
     if (type === MessageType.Sync) {
       for (const [name, stmt] of this.adopted) this.router.adopt(name, stmt);
       for (const a of this.answers) this.send(a);
@@ -53,19 +52,17 @@ export class IdleAnswers {
       this.reset();
       return 'answered';
     }
-    if (this.group.length >= MAX_GROUP) return 'refused';
-    const answered = type === MessageType.Parse ? this.parse(bytes, scope) : type === MessageType.Describe && this.describe(bytes);
-    if (!answered) return 'refused';
-    this.group.push(bytes);
-    return 'taken';
-  }
-
-  /** After 'refused': the messages taken so far (in order), for a backend; nothing was answered. */
-  giveBack(): readonly Buffer[] {
-    const g = this.group;
-    if (g.length === 0) return NOTHING;
-    this.reset();
-    return g;
+    const answered = this.group.length < MAX_GROUP && (type === MessageType.Parse ? this.parse(bytes, scope) : type === MessageType.Describe && this.describe(bytes));
+    if (answered) {
+      this.group.push(bytes);
+      return 'taken';
+    }
+    // The messages taken so far go to a backend, in order; nothing was answered.
+    if (this.group.length > 0) {
+      for (const earlier of this.group) held.hold(earlier);
+      this.reset();
+    }
+    return 'refused';
   }
 
   private reset(): void {

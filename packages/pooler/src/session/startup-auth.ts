@@ -1,9 +1,11 @@
 // The first part of a client session: the startup packets (SSLRequest, GSSENCRequest,
 // CancelRequest, StartupMessage with protocol negotiation), admission, and authentication against
-// the pooler's user list, including the auth-failure delay. No I/O: it tells its owner what to
-// send and what happened; the owner (ClientSession) runs the rest of the session.
+// the pooler's user list, including the auth-failure delay, and what a login that did not
+// complete reports (loginFailure). No I/O: it tells its owner what to send and what happened; the
+// owner (ClientSession) runs the rest of the session.
 import { decodeFrontendMessage, encodeBackend, MessageType, SQLSTATE } from '@quicpool/wire';
 import type { AuthenticationResponseKind, RawMessage, SqlState, StartupMessage, StartupPacket } from '@quicpool/wire';
+import { AUTH_FAILURE_OFF, AUTH_FAILURE_ON, AUTHENTICATION_OFF } from './actions.js';
 import { ClientAuthenticator } from './client-auth.js';
 import { checkStartupParameters } from './startup-parameters.js';
 import type { ScramKeys } from '../auth/scram.js';
@@ -22,9 +24,6 @@ export interface StartupOwner {
 
 const SSL_NO = Buffer.from('N');
 const SSL_YES = Buffer.from('S');
-const AUTH_FAILURE_ON: SessionAction = { type: 'timer', timer: 'authFailure', armed: true };
-const AUTH_FAILURE_OFF: SessionAction = { type: 'timer', timer: 'authFailure', armed: false };
-const AUTHENTICATION_OFF: SessionAction = { type: 'timer', timer: 'authentication', armed: false };
 
 export class StartupAuth {
   database = '';
@@ -39,6 +38,11 @@ export class StartupAuth {
   private authExpect: AuthenticationResponseKind | undefined;
   /** A failed login held back for the auth-failure delay (the client waits, its input is discarded). */
   private heldFailure: { readonly sqlstate: SqlState; readonly message: string } | null = null;
+  private authenticatedOnce = false;
+  /** The login completed: the client got its greeting (set by the session). */
+  loggedIn = false;
+  /** The FATAL error the session sent last (what a failed login reports; set by the session). */
+  lastError: { readonly sqlstate: string; readonly message: string } | null = null;
 
   constructor(
     private readonly ctx: SessionContext,
@@ -63,6 +67,21 @@ export class StartupAuth {
     if (f === null) return;
     this.heldFailure = null;
     this.owner.fail(f.sqlstate, f.message);
+  }
+
+  /** Admitted, not logged in yet: a session that ends now is a failed login (see loginFailure). */
+  get loginPending(): boolean {
+    return this.admitted && !this.loggedIn;
+  }
+
+  /** An admitted client ends before its login completed: where and why. */
+  loginFailure(): SessionAction {
+    const stage = this.authenticatedOnce ? 'server login' : 'authentication';
+    const e = this.lastError;
+    let reason = e?.message ?? `the client closed the connection during ${stage}`;
+    // The client only learns "password authentication failed"; the operator also learns why.
+    if (stage === 'authentication' && this.ctx.lookupUser(this.user) === undefined) reason += ` (${this.ctx.describeUnknownUser?.(this.user) ?? 'no such user in the config'})`;
+    return { type: 'loginFailed', stage, sqlstate: e?.sqlstate ?? null, reason };
   }
 
   /** The session closes: a held failure's timer goes too. */
@@ -160,6 +179,7 @@ export class StartupAuth {
         if (refused !== null) return this.holdFailure(refused.sqlstate, refused.message);
         this.owner.send(step.bytes);
         this.owner.emit(AUTHENTICATION_OFF);
+        this.authenticatedOnce = true;
         this.owner.authenticated(this.database, this.user, this.tracked, step.scramKeys);
         return;
       }

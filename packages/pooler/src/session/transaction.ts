@@ -4,17 +4,12 @@
 // release, whether a cancel can interrupt anything, and the per-request timers.
 import { MessageType, readyForQueryStatus } from '@quicpool/wire';
 import type { TransactionStatus } from '@quicpool/wire';
-import type { ReleaseFacts, SessionAction, SessionTimer } from './types.js';
+import { IDLE_IN_TRANSACTION_OFF, IDLE_IN_TRANSACTION_ON, QUERY_OFF, QUERY_ON } from './actions.js';
+import type { ReleaseFacts, SessionAction } from './types.js';
 
 /** Parse, Bind, Describe, Execute, Close, Flush: extended-protocol messages that a Sync must end. */
 const EXTENDED = new Set<number>([MessageType.Parse, MessageType.Bind, MessageType.Describe, MessageType.Execute, MessageType.Close, MessageType.Flush]);
 
-/** Timer actions carry no per-use data: one shared object each (the hot path allocates none). */
-const timer = (t: SessionTimer, armed: boolean): SessionAction => ({ type: 'timer', timer: t, armed });
-const QUERY_ON = timer('query', true);
-const QUERY_OFF = timer('query', false);
-const IDLE_IN_TRANSACTION_ON = timer('idleInTransaction', true);
-const IDLE_IN_TRANSACTION_OFF = timer('idleInTransaction', false);
 /** The release of a clean backend (the common case), shared. */
 const CLEAN_RELEASE: ReleaseFacts = { status: 'I', busy: false, dirty: false };
 

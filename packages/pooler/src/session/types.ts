@@ -15,6 +15,15 @@ import type { PreparedRegistry } from '../prepared/registry.js';
 export type { EncodedError } from '../runtime/encoded-error.js';
 export type { ReleaseFacts } from '../pool/types.js';
 
+export type SessionPhase =
+  | 'startup' // waiting for the StartupMessage (after optional SSLRequest/GSSENCRequest)
+  | 'authenticating'
+  | 'connecting' // authenticated, waiting for the pool's server parameters
+  | 'idle' // no backend attached
+  | 'waiting' // a backend was requested
+  | 'attached'
+  | 'closed';
+
 /** What the session needs to know about the backend it was given. */
 export interface AttachedBackend {
   /** The backend's current reported parameter values (ParameterStatus), kept up to date by the backend. */
