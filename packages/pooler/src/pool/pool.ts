@@ -5,41 +5,53 @@
 // serves (wait and transaction times, with the pooler's clock) and keeps every count of its own.
 // While the server cannot be reached for a reason that passes (a restart, a failover), clients
 // wait here as for a full pool, and one login at a time retries with backoff (server-watch.ts).
+// Here: lending backends (acquire, the health check, release and its reset, handOver), PAUSE,
+// closing them, and how many to open (refill). Its parts besides: opener.ts logs in (and what a
+// failed login means for waiters), maintenance.ts is the upkeep every second, idle-giving.ts gives
+// idle ones to other workers, role-change.ts leaves a server whose new role does not suit, and
+// views.ts is what the pool shows (stats, serverRows).
 import { encodeFrontend, SQLSTATE } from '@quicpool/wire';
 import type { PoolSettings } from '../config/pool-settings.js';
 import { Backend } from '../backend/backend.js';
 import { Link } from '../backend/link.js';
 import type { Waiter } from '../backend/link.js';
 import type { BackendLogin } from '../backend/connect.js';
-import { describeServer, sameServer } from '../backend/dial.js';
+import { sameServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
 import { fatal } from '../backend/login.js';
-import type { Timer } from '../runtime/clock.js';
 import { every } from '../runtime/clock.js';
 import { PreparedRegistry } from '../prepared/registry.js';
 import type { ReleaseFacts, ServerRow } from './types.js';
 import type { BudgetedPool, ServerBudget } from '../workers/budgets.js';
 import { BackendLists } from './backend-lists.js';
+import { IdleGiving } from './idle-giving.js';
+import { Maintenance } from './maintenance.js';
+import { Opener } from './opener.js';
+import { leaveIfUnsuitable } from './role-change.js';
 import { ServerParameters } from './server-parameters.js';
-import { loginError, ServerWatch } from './server-watch.js';
+import { ServerWatch } from './server-watch.js';
 import type { PoolDependencies, PoolStats } from './types.js';
 import { PoolTotals } from './totals.js';
+import { poolStats, serverRows } from './views.js';
 import { WaitQueue } from './wait-queue.js';
 
 export type { Waiter } from '../backend/link.js';
 export type { PoolDependencies, PoolStats, PoolUpstreamEvent, ReleaseFacts, ServerRow, ServerState, TransactionServed } from './types.js';
+export { IDLE_BEFORE_GIVING_MS } from './idle-giving.js';
 
 export class Pool implements BudgetedPool {
   /** Its server connections, each in the list of its state. */
   private readonly lists = new BackendLists();
-  private connecting = 0;
+  /** Opens its server connections (the logins under way). */
+  private readonly opener: Opener;
   /** Clients waiting for a server connection (PAUSE, a full pool, the server down). */
   private readonly waits: WaitQueue;
-  /** A peer wants this pool's connections and the least recently used one is not idle long enough yet. */
-  private giveTimer: Timer | null = null;
+  /** Idle connections for other workers that want them. */
+  private readonly giving: IdleGiving;
   /** The server's parameters, which logins wait for (the pool's first server connection tells them). */
   private readonly params: ServerParameters;
   private readonly budget: ServerBudget | undefined;
+  private readonly maintenance: Maintenance;
   private readonly stopMaintenance: () => void;
   /** Outages of the server (logins fail for a reason that passes): retries, what waits, what it says. */
   private readonly watch: ServerWatch;
@@ -54,7 +66,7 @@ export class Pool implements BudgetedPool {
     readonly user: string,
     /** This pool's own copy: a reload changes it in place (`updateSettings`). */
     readonly settings: PoolSettings,
-    private readonly login: BackendLogin,
+    login: BackendLogin,
     private readonly deps: PoolDependencies,
   ) {
     this.prepared = new PreparedRegistry(settings.preparedStatementCacheSize);
@@ -69,7 +81,7 @@ export class Pool implements BudgetedPool {
       retry: () => {
         this.refill();
         // No client waits, but min_size wants connections: one login asks for them.
-        if (this.watch.down && this.connecting === 0 && this.size < this.settings.minPoolSize) this.spawn(false);
+        if (this.watch.down && this.opener.connecting === 0 && this.size < this.settings.minPoolSize) this.opener.spawn(false);
       },
       giveUpParameters: (e) => this.params.settle(e),
     });
@@ -80,6 +92,18 @@ export class Pool implements BudgetedPool {
       this.budget?.askParameters();
       this.refill();
     });
+    this.opener = new Opener({
+      clock: deps.clock, batcher: deps.batcher, connect: () => deps.connect(login), budget: this.budget, watch: this.watch, params: this.params, totals: this.totals,
+      lists: this.lists, waits: this.waits, closed: () => this.closed, opened: (b) => this.handOver(b),
+      onResetDone: (x) => this.resetDone(x), onClosed: (x, r) => this.onClosed(x, r), onRoleChanged: (x) => this.roleChanged(x),
+    });
+    this.maintenance = new Maintenance({
+      settings, budget: this.budget, idle: this.lists.idle, size: () => this.size, serverDown: () => this.watch.down, parametersWanted: () => this.params.wanted,
+      expired: (b, now) => this.expired(b, now), close: (b) => this.destroy(b), openForMin: () => this.opener.spawn(false), refill: () => this.refill(),
+    });
+    // The least recently used idle connection may go, unless clients of the pool wait (or it is closed).
+    const candidate = (): Backend | undefined => (this.closed || (this.waits.size > 0 && !this.paused) ? undefined : this.lists.idle[0]);
+    this.giving = new IdleGiving({ clock: deps.clock, candidate, othersWant: () => this.budget?.othersWant() === true, giveAway: (b) => this.giveAway(b) });
     this.stopMaintenance = every(deps.clock, 1000, () => this.maintain());
     this.maintain();
   }
@@ -92,10 +116,7 @@ export class Pool implements BudgetedPool {
 
   /** Every server connection of the pool, for SHOW SERVERS (the core adds its worker). */
   serverRows(): Omit<ServerRow, 'worker'>[] {
-    const row = (b: Backend, state: ServerRow['state']): Omit<ServerRow, 'worker'> => ({
-      database: this.database, user: this.user, state, info: b.stream.info, connectedAt: b.connectedAtWall, processId: b.processId, host: this.deps.hosts === undefined ? '' : describeServer(b.server),
-    });
-    return [...this.lists.idle.map((b) => row(b, 'idle')), ...[...this.lists.active].map((b) => row(b, 'active')), ...[...this.lists.resetting].map((b) => row(b, 'resetting'))];
+    return serverRows(this.database, this.user, this.lists, this.deps.hosts);
   }
 
   get isPaused(): boolean {
@@ -121,31 +142,12 @@ export class Pool implements BudgetedPool {
   }
 
   get size(): number {
-    return this.lists.count + this.connecting;
+    return this.lists.count + this.opener.connecting;
   }
 
   stats(): PoolStats {
-    return {
-      paused: this.paused,
-      idle: this.lists.idle.length,
-      active: this.lists.active.size,
-      resetting: this.lists.resetting.size,
-      connecting: this.connecting,
-      waiting: this.waits.size,
-      connectsTotal: this.totals.connects,
-      closedTotal: this.lists.closedTotal,
-      waitTimeoutsTotal: this.waits.timeoutsTotal,
-      maxWaitMs: this.waits.maxWaitMs(this.deps.clock.now()),
-      xactCountTotal: this.totals.xactCount,
-      xactTimeMsTotal: this.totals.xactTimeMs,
-      waitTimeMsTotal: this.totals.waitTimeMs,
-      queryCountTotal: this.totals.queryCount,
-      queryTimeUsTotal: Math.round(this.totals.queryTimeUs),
-      receivedBytesTotal: this.totals.receivedBytes,
-      sentBytesTotal: this.totals.sentBytes,
-      serverHost: this.deps.hosts === undefined ? '' : describeServer(this.deps.hosts.host),
-      serverDown: this.watch.down,
-    };
+    const state = { paused: this.paused, connecting: this.opener.connecting, serverDown: this.watch.down, hosts: this.deps.hosts, now: this.deps.clock.now() };
+    return poolStats(this.lists, this.waits, this.totals, state);
   }
 
   /** A client's traffic since it last reported (its driver reports once per transaction and at close). */
@@ -253,8 +255,7 @@ export class Pool implements BudgetedPool {
   close(): void {
     this.closed = true;
     this.stopMaintenance();
-    if (this.giveTimer !== null) this.deps.clock.clearTimer(this.giveTimer);
-    this.giveTimer = null;
+    this.giving.stop();
     this.waits.stop();
     this.watch.stop();
     this.budget?.close();
@@ -286,83 +287,16 @@ export class Pool implements BudgetedPool {
     // A new backend is born 'idle' in no list; lists.move puts it in (and never twice).
     if (!fromIdle) this.lists.move(b, 'idle');
     // Another worker waits: once idle long enough, this one (or another idle one) goes to it.
-    if (this.budget?.othersWant() === true) this.giveIdle();
+    if (this.budget?.othersWant() === true) this.giving.offer();
   }
 
-  private open(): Promise<Backend> {
-    this.connecting++;
-    this.totals.connects++;
-    const budget = this.budget;
-    return this.deps.connect(this.login).then(
-      (c) => {
-        this.connecting--;
-        this.watch.loggedIn(c.server);
-        const parameters = new Map(c.parameters);
-        if (this.params.learn(parameters)) this.budget?.tellParameters(parameters);
-        const b = new Backend(c, this.deps.clock, this.deps.batcher, {
-          onResetDone: (x) => this.resetDone(x),
-          onClosed: (x, r) => this.onClosed(x, r),
-          onRoleChanged: (x) => this.roleChanged(x),
-          // The budget comes back once the server has closed its end: never two at once for one unit.
-          ...(budget !== undefined ? { onGone: (x: Backend) => budget.give(x.closeReserved) } : {}),
-        });
-        // Born 'idle' but in no list yet: handOver places it.
-        return b;
-      },
-      (e: unknown) => {
-        this.connecting--;
-        budget?.give(false);
-        throw e;
-      },
-    );
-  }
-
-  /**
-   * Opens one more server connection; false when the server budget refused it (then, for
-   * `waiters`, the pool asks the other workers for one; min_size alone never does).
-   */
-  private spawn(forWaiters = true): boolean {
-    if (this.budget !== undefined) {
-      const taken = this.budget.take();
-      if (taken !== 'ok') {
-        if (forWaiters) this.budget.want(taken);
-        return false;
-      }
-    }
-    this.open().then(
-      (b) => this.handOver(b),
-      (e: unknown) => {
-        if (this.watch.loginFailed(e, this.closed)) return; // the clients wait; a retry is planned
-        // Waiters that no backend in use will ever reach get the server's error now.
-        if (this.lists.active.size + this.lists.resetting.size + this.connecting > 0) return;
-        this.failWaiters(e);
-      },
-    );
-    return true;
-  }
-
-  /** Every waiter (and login waiting for parameters) gets the server's error. */
-  private failWaiters(e: unknown): void {
-    const error = loginError(e);
-    this.params.settle(e);
-    for (const w of this.waits.takeAll()) w.onError(error);
-  }
-
-  /**
-   * A server reported a new role (PostgreSQL 14+: a standby promoted). When it no longer suits
-   * the pool, its idle connections close, busy ones close as they come back, and the next login
-   * tries the other hosts first.
-   */
+  /** A server reported a new role (PostgreSQL 14+: a standby promoted): see role-change.ts. */
   private roleChanged(b: Backend): void {
     const hosts = this.deps.hosts;
     if (hosts === undefined) return;
     // Other pools' idle connections there have not heard yet (a server reports at ReadyForQuery).
     this.deps.serverRoleChanged?.(b.server);
-    if (hosts.suits(b)) return;
-    const server = describeServer(b.server);
-    hosts.leave(b.server);
-    this.deps.upstream?.(this, { type: 'hostChanged', from: server, to: describeServer(hosts.host), why: `${server} is no longer ${hosts.attrs()}` });
-    for (const x of [...this.lists.active, ...this.lists.resetting]) if (sameServer(x.server, b.server)) x.unsuitable = true;
+    leaveIfUnsuitable(b, hosts, this.lists, (e) => this.deps.upstream?.(this, e));
   }
 
   /** `server` changed role: idle connections to it close (new logins there learn what it is now). */
@@ -409,68 +343,27 @@ export class Pool implements BudgetedPool {
   refill(): void {
     if (this.closed) return;
     const demand = (this.paused ? 0 : this.waits.size) + (this.params.wanted ? 1 : 0);
-    let need = Math.min(demand - this.connecting, this.settings.poolSize - this.size);
+    const connecting = this.opener.connecting;
+    let need = Math.min(demand - connecting, this.settings.poolSize - this.size);
     // During an outage one login at a time asks whether the server is back, after its backoff.
-    if (this.watch.down) need = this.watch.retrying ? 0 : Math.min(need, 1 - this.connecting);
-    for (; need > 0; need--) if (!this.spawn()) return;
+    if (this.watch.down) need = this.watch.retrying ? 0 : Math.min(need, 1 - connecting);
+    for (; need > 0; need--) if (!this.opener.spawn()) return;
     if (demand === 0) this.budget?.satisfied();
   }
 
-  /**
-   * Another worker waits for this pool's budget: a connection idle for IDLE_BEFORE_GIVING_MS goes
-   * to it, if no client here waits. One idle for less is likely between two of its clients'
-   * transactions (given away, it would come straight back as a new server login): it is looked at
-   * again once it has been idle that long (on the pooler's clock).
-   */
+  /** Another worker waits for this pool's budget: an idle connection may go to it (see idle-giving.ts). */
   giveIdle(): boolean {
-    const b = this.lists.idle[0]; // the least recently used
-    if (b === undefined || this.closed || (this.waits.size > 0 && !this.paused)) return false;
-    const young = b.lastUsedAt + IDLE_BEFORE_GIVING_MS - this.deps.clock.now();
-    if (young > 0) {
-      this.giveTimer ??= this.deps.clock.setTimer(() => {
-        this.giveTimer = null;
-        if (this.budget?.othersWant() === true) this.giveIdle();
-      }, young);
-      return false;
-    }
-    this.giveAway(b);
-    return true;
-  }
-
-  /** Closing idle `b` keeps min_size connections (in the daemon, with several workers). */
-  private mayCloseIdle(b: Backend, min: number): boolean {
-    if (this.budget === undefined) return this.size > min;
-    b.closeReserved = this.budget.reserveClose(min);
-    return b.closeReserved;
+    return this.giving.offer();
   }
 
   private expired(b: Backend, now: number): boolean {
     return this.settings.serverLifetimeMs > 0 && now - b.createdAt >= this.settings.serverLifetimeMs;
   }
 
-  /**
-   * Periodic (every second): close idle backends past their idle timeout or lifetime, keep
-   * minPoolSize open (counted over the daemon's workers when there are several).
-   */
+  /** Periodic (every second): see maintenance.ts. */
   maintain(): void {
-    if (this.closed) return;
-    const now = this.deps.clock.now();
-    const idleLimit = this.settings.serverIdleTimeoutMs;
-    const min = this.settings.minPoolSize;
-    for (const b of [...this.lists.idle]) {
-      if (this.expired(b, now)) this.destroy(b);
-      else if (idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.mayCloseIdle(b, min)) this.destroy(b);
-    }
-    // During an outage the retry timer's one login asks whether the server is back (see refill).
-    if (!this.watch.down) for (let n = min - (this.budget?.daemonServers() ?? this.size); n > 0; n--) if (!this.spawn(false)) break;
-    // The budget's backstop: a pool still refused asks again, in case its last request found no one.
-    this.budget?.remind();
-    if (this.params.wanted) this.budget?.askParameters();
-    this.refill();
+    if (!this.closed) this.maintenance.run(this.deps.clock.now());
   }
 }
 
 const encodeQuery = (query: string): Buffer => encodeFrontend({ type: 'Query', query });
-
-/** How long a connection must have been idle before it goes to another worker that wants one. */
-export const IDLE_BEFORE_GIVING_MS = 50;
