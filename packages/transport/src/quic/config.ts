@@ -31,8 +31,11 @@ export interface QuicCommonOptions {
   /** Bytes a stream may hold beyond what quiche accepted before `write()` callbacks are deferred. */
   pendingWriteLimit?: number;
   /**
-   * How long (ms) an ACK for received data may wait for the application's reply so both leave in
-   * one datagram. Default 1; 0 sends every ACK at the end of the turn it became due.
+   * How long (ms) an ACK for one received datagram of stream data may wait for the application's
+   * reply (or more data to acknowledge in one ACK) so both leave in one datagram; two or more
+   * unacknowledged datagrams wait 1 ms at most. Default 20, below the 25 ms max_ack_delay that
+   * quiche advertises (the peer's loss timer allows for it); 0 sends every ACK at the end of the
+   * turn it became due.
    */
   ackDelayMs?: number;
   /**
@@ -155,7 +158,7 @@ export function resolveCommon(o: QuicCommonOptions, role: 'client' | 'server'): 
     congestionControl: o.congestionControl ?? 'cubic',
     socketBufferBytes: o.socketBufferBytes ?? 4 * 1024 * 1024,
     pendingWriteLimit: o.pendingWriteLimit ?? 64 * 1024,
-    ackDelayMs: o.ackDelayMs ?? 1,
+    ackDelayMs: o.ackDelayMs ?? 20,
     udpIo: o.udpIo ?? 'auto',
   };
 }

@@ -66,6 +66,8 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   readonly streams = new Map<number, QuicSessionStream>();
   /** Set by the endpoint while the connection is queued for the next flush. */
   dirty = false;
+  /** Datagrams received since quiche last built this connection's packets (with any ACK due). */
+  rxSinceSend = 0;
   /** Something other than received packets wants a send in the next flush. */
   wantSend = false;
   /** The endpoint's delayed ACK for this connection (see flusher.ts), in the endpoint's deadlines. */
@@ -213,6 +215,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       this.rxFrom = from;
     }
     let ok = true;
+    this.rxSinceSend++;
     try {
       this.q.recv(data, this.rxInfo);
     } catch {
@@ -275,17 +278,22 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     if (this.init.earlyDataPolicy === 'accept' && this.q.isInEarlyData() && this.q.isReadable()) this.discoverNew(true);
   }
 
-  /** Stream work of one flush: read what arrived, retry blocked writes. */
-  service(): void {
-    if (this.finalized) return;
+  /**
+   * Stream work of one flush: read what arrived, retry blocked writes. True when stream data (or
+   * a new stream) was read: the peer is waiting for an answer, so its ACK may wait for the reply;
+   * false when the packets carried no stream data (ACKs, flow-control frames), so there is no
+   * reply to wait for and the flusher lets quiche answer at once (usually with nothing).
+   */
+  service(): boolean {
+    if (this.finalized) return false;
     const q = this.q;
     if (!this.established && q.isEstablished()) this.onEstablished();
+    let active = 0;
     // With a few streams, polling them is as cheap as asking quiche first whether any is readable.
     if (this.streams.size <= POLL_WITHOUT_ASKING || q.isReadable()) {
       // Polling a known stream costs ~0.15 µs, one pass of the readable() iterator ~30 µs (a napi
       // generator): poll, unless the connection holds so many streams, most of them idle (a
       // pooler connection with hundreds of idle sessions), that the pass is cheaper.
-      let active = 0;
       if (this.streams.size > ITERATE_ABOVE_STREAMS && this.streams.size > 7 * this.activeEstimate + 4) {
         active = this.readViaIterator();
       } else {
@@ -296,7 +304,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
         }
         // Still readable: a stream we do not know yet (server side), or a paused consumer.
         // Before the handshake completes, anything new can only have come as 0-RTT early data.
-        if (this.init.role === 'server' && q.isReadable()) this.discoverNew(!this.established);
+        if (this.init.role === 'server' && q.isReadable()) active += this.discoverNew(!this.established);
       }
       this.activeEstimate = (this.activeEstimate * 3 + active) / 4;
     }
@@ -305,6 +313,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
     if (this.blocked.size > 0) this.retryBlockedWrites();
     if (this.pendingFins.length > 0) this.writePendingFins();
     if (this.waiters.length > 0) this.grantWaiters();
+    return active > 0;
   }
 
   private writePendingFins(): void {
@@ -477,7 +486,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
         s.pollRead();
       }
     }
-    if (unknown && this.init.role === 'server') this.discoverNew(!this.established);
+    if (unknown && this.init.role === 'server') active += this.discoverNew(!this.established);
     return active;
   }
 
@@ -488,9 +497,10 @@ export class QuicConnection extends EventEmitter implements StreamHost {
    * still reports readable data afterwards, and no paused stream explains it, can a new stream lie
    * further out: then (and for paused connections every DISCOVER_EVERY flushes) the iterator runs.
    */
-  private discoverNew(early: boolean): void {
-    if (this.init.earlyDataPolicy === 'defer' && !this.established) return;
+  private discoverNew(early: boolean): number {
+    if (this.init.earlyDataPolicy === 'defer' && !this.established) return 0;
     const q = this.q;
+    let found = 0;
     let misses = 0;
     for (let id = this.seen.lowestUnseen; misses < PROBE_MISSES; id += 4) {
       if (this.seen.has(id)) continue;
@@ -499,17 +509,20 @@ export class QuicConnection extends EventEmitter implements StreamHost {
         continue;
       }
       misses = 0;
+      found++;
       this.accept(id, early);
     }
-    if (!q.isReadable()) return;
-    if (this.pausedStreams > 0 && this.discoverCountdown-- > 0) return;
+    if (!q.isReadable()) return found;
+    if (this.pausedStreams > 0 && this.discoverCountdown-- > 0) return found;
     this.discoverCountdown = DISCOVER_EVERY;
     for (const id of q.readable()) {
       if (this.streams.has(id) || this.seen.has(id)) continue;
       // Only client-initiated bidirectional streams carry sessions (ids 0, 4, 8 ...).
       if ((id & 3) !== 0) continue;
+      found++;
       this.accept(id, early);
     }
+    return found;
   }
 
   private accept(id: number, early: boolean): void {

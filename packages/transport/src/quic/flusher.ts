@@ -3,8 +3,9 @@
 // retried writes) and drains quiche's packets straight into the I/O path's send slots; every
 // datagram of the turn, for all connections, then leaves in one batch (one sendmmsg on the
 // native path), so ACKs leave with the replies written in the same turn. A connection that only
-// received packets waits up to `ackDelayMs` for a reply before its lone ACK is sent (quiche 0.18
-// has no delayed-ACK timer of its own).
+// received stream data waits up to `ackDelayMs` for a reply before its lone ACK is sent (quiche
+// 0.18 has no delayed-ACK timer of its own); one that received no stream data (only ACKs or flow
+// control) has no reply to wait for and is answered at once.
 import type { QuicConnection } from './connection.js';
 import type { DeadlineQueue } from './deadlines.js';
 import type { DatagramIo } from './io/datagram-io.js';
@@ -24,6 +25,8 @@ const MAX_PACKETS_PER_FLUSH = 1024;
 // at 4 turns 48.5-53.7 µs per round trip per side, at 16 turns 34.8-41.3, at 64 no better than
 // 16 (44.5-45.4); 1x40 unchanged or slightly better.
 const MAX_DEFERRED_TURNS = 16;
+/** The longest an ACK waits once two or more datagrams are unacknowledged (see serviceAll). */
+const ACK_SOON_MS = 1;
 
 export class Flusher {
   datagramsOut = 0;
@@ -108,18 +111,25 @@ export class Flusher {
       for (i = 0; i < cur.length; i++) {
         const c = cur[i]!;
         if (budget <= 0) break;
-        c.service();
+        const readData = c.service();
         if (!c.isClosed) {
-          if (c.wantSend || !c.isEstablished || this.ackDelayMs === 0 || c.closingLocally) {
+          if (c.wantSend || !c.isEstablished || this.ackDelayMs === 0 || c.closingLocally || !(readData || c.ackDeadline.scheduled)) {
+            // Packets without stream data (ACKs, flow control) and no delayed ACK pending: no
+            // reply to wait for, so quiche answers at once (for ACKs alone: with nothing), and
+            // no timer is set for them.
             c.wantSend = false;
             this.deadlines.clear(c.ackDeadline);
             budget -= this.drain(c, budget, now);
             this.afterSend(c, now);
-          } else if (!c.ackDeadline.scheduled) {
-            // Only packets arrived and nobody answered within this turn: quiche would send a
-            // lone ACK. Give the application up to ackDelayMs to reply so the ACK rides along
+          } else {
+            // Stream data arrived (in this turn, or earlier with its ACK still waiting) and nobody
+            // answered within this turn: quiche would send a lone ACK. Give the application up to ackDelayMs to reply so the ACK rides along
             // (quiche has no delayed-ACK timer of its own; the peer allows max_ack_delay 25 ms).
-            this.deadlines.set(c.ackDeadline, now + this.ackDelayMs);
+            // From the second unacknowledged datagram on, the ACK waits ACK_SOON_MS at most, as
+            // RFC 9000 13.2.2 asks (every second packet), so a sender's window keeps moving.
+            const at = now + (c.rxSinceSend >= 2 ? Math.min(this.ackDelayMs, ACK_SOON_MS) : this.ackDelayMs);
+            const d = c.ackDeadline;
+            if (!d.scheduled || at < d.at) this.deadlines.set(d, at);
           }
         }
         c.dirty = false;
@@ -161,6 +171,8 @@ export class Flusher {
       n++;
     }
     this.datagramsOut += n;
+    // quiche has built every ACK it owed (none, if only ACKs arrived): nothing received is unacknowledged.
+    if (n < budget) c.rxSinceSend = 0;
     c.drains++; // whatever the connection's streams gave quiche may have left now (stream.ts DataMark)
     if (n > 0) c.lastSendAt = now;
     if (n >= budget) this.markDirtyLater(c);
