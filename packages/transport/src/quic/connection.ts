@@ -117,7 +117,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   private closeEchoRx = 0;
   private estWaiters: Array<{ resolve(): void; reject(e: Error): void }> = [];
   private closeWaiters: Array<() => void> = [];
-  /** quiche's own timer (loss detection, idle, draining), kept lazily: see `armTimeout`. */
+  /** quiche's own timer (loss detection, idle, draining): see `armTimeout`. */
   private readonly timeoutDeadline: Deadline;
   /** The peer's current address (the path of the last datagram) and the RecvInfo naming it. */
   private rxFrom: Peer | null = null;
@@ -414,9 +414,9 @@ export class QuicConnection extends EventEmitter implements StreamHost {
   }
 
   /**
-   * Keeps quiche's deadline in the endpoint's queue, lazily: quiche moves it later with almost
-   * every packet, so a scheduled deadline that comes no later than the new one stays (it fires
-   * early, finds time left and re-arms); only an earlier deadline moves it.
+   * Keeps quiche's deadline in the endpoint's queue, where quiche has it (to within 1 ms): an ACK
+   * that stops the loss timer moves it later at once, so no timer wakes the process for a loss
+   * timer that is no longer running (a heap step costs far less than such a wake-up).
    */
   private armTimeout(now: number): void {
     const t = this.q.timeout();
@@ -426,7 +426,7 @@ export class QuicConnection extends EventEmitter implements StreamHost {
       return;
     }
     const at = now + t;
-    if (d.scheduled && at >= d.at - 1) return;
+    if (d.scheduled && Math.abs(at - d.at) < 1) return;
     this.ep.deadlines.set(d, at);
   }
 

@@ -1,8 +1,10 @@
 // All timers of an endpoint in one structure: a binary min-heap of deadlines and ONE Node timer
-// aimed at the earliest. Every connection has two deadlines in it (quiche's own timeout and the
-// delayed ACK), so thousands of connections cost one armed timer, and moving a deadline is a
-// heap step, not a new Timeout object. The Node timer is re-armed only when the earliest
-// deadline moves earlier; when it fires before a deadline (that moved later) it just re-arms.
+// aimed at the earliest. Every connection has its deadlines in it (quiche's own timeout, the
+// delayed ACK, a held FIN), so thousands of connections cost one armed timer, and moving a
+// deadline is a heap step, not a new Timeout object. The Node timer follows the earliest
+// deadline: at once when it moves earlier, and when it moves more than REAIM_LATER_MS later (an
+// ACK that stops a connection's loss timer), since a timer that fires for nothing due is a
+// wake-up of the whole process; within that slack it fires early, finds nothing due and re-arms.
 
 export class Deadline {
   /** Absolute time (ms, the queue's clock); Infinity while not scheduled. */
@@ -16,11 +18,16 @@ export class Deadline {
   }
 }
 
+/** The Node timer is moved later only when the earliest deadline moved later by more than this. */
+const REAIM_LATER_MS = 2;
+
 export class DeadlineQueue {
   private readonly heap: Deadline[] = [];
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
   private closed = false;
+  /** Firing what is due: the timer is armed once, afterwards. */
+  private firing = false;
 
   constructor(readonly now: () => number = Date.now) {}
 
@@ -33,10 +40,15 @@ export class DeadlineQueue {
       this.heap.push(d);
       this.up(d.index);
     } else {
+      const wasFirst = d.index === 0;
       const earlier = at < d.at;
       d.at = at;
       if (earlier) this.up(d.index);
       else this.down(d.index);
+      if (wasFirst) {
+        this.arm();
+        return;
+      }
     }
     if (this.heap[0] === d) this.arm();
   }
@@ -47,11 +59,13 @@ export class DeadlineQueue {
     d.index = -1;
     d.at = Infinity;
     const last = this.heap.pop()!;
-    if (last === d) return;
-    this.heap[i] = last;
-    last.index = i;
-    this.up(i);
-    this.down(last.index);
+    if (last !== d) {
+      this.heap[i] = last;
+      last.index = i;
+      this.up(i);
+      this.down(last.index);
+    }
+    if (i === 0) this.arm();
   }
 
   get size(): number {
@@ -71,24 +85,36 @@ export class DeadlineQueue {
   }
 
   private arm(): void {
+    if (this.firing) return;
     const top = this.heap[0];
-    if (top === undefined) return; // a stray timer firing finds nothing due and stops
-    if (this.timer !== null && this.timerAt <= top.at) return;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timerAt = top.at;
-    this.timer = setTimeout(this.onTimer, Math.max(0, top.at - this.now()));
+    const at = top === undefined ? Infinity : top.at;
+    if (this.timer !== null) {
+      // Aimed early enough, and not so early that it would wake the process for nothing.
+      if (this.timerAt <= at && at - this.timerAt <= REAIM_LATER_MS) return;
+      clearTimeout(this.timer);
+      this.timer = null;
+      this.timerAt = Infinity;
+    }
+    if (top === undefined) return;
+    this.timerAt = at;
+    this.timer = setTimeout(this.onTimer, Math.max(0, at - this.now()));
   }
 
   private readonly onTimer = (): void => {
     this.timer = null;
     this.timerAt = Infinity;
     const now = this.now();
-    // Node's timers have millisecond resolution: what is due within it fires now.
-    while (!this.closed) {
-      const top = this.heap[0];
-      if (top === undefined || top.at > now + 0.5) break;
-      this.clear(top);
-      top.fire();
+    this.firing = true;
+    try {
+      // Node's timers have millisecond resolution: what is due within it fires now.
+      while (!this.closed) {
+        const top = this.heap[0];
+        if (top === undefined || top.at > now + 0.5) break;
+        this.clear(top);
+        top.fire();
+      }
+    } finally {
+      this.firing = false;
     }
     if (!this.closed) this.arm();
   };
