@@ -47,7 +47,7 @@ export class Backend {
   unsuitable = false;
   /** The role an older server told at login (PostgreSQL 14+ reports it in `parameters`). */
   private readonly loginRole: ServerRole | undefined;
-  /** Maintenance closes it and reserved that in the daemon-wide count (see Pool.mayCloseIdle). */
+  /** Maintenance closes it and reserved that in the daemon-wide count (see Maintenance.mayCloseIdle in pool/maintenance.ts). */
   closeReserved = false;
   /** While resetting: ReadyForQuery messages still expected, and whether any query failed. */
   resetPending = 0;

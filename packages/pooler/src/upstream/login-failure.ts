@@ -2,8 +2,9 @@
 // over or full says so in ways that pass within seconds: the connection is refused or reset, or
 // it answers 57P03 (starting up, shutting down, in recovery), 57P01/57P02 (shut down or crashed
 // while we logged in) or 53300 (too many connections). A pool waits through those instead of
-// failing its clients (pool/pool.ts). A wrong password, a missing database or role, a refused TLS
-// handshake or a server that hangs do not pass: those reach the client at once, as before.
+// failing its clients (pool/opener.ts, pool/server-watch.ts). A wrong password, a missing
+// database or role, a refused TLS handshake or a server that hangs do not pass: those reach the
+// client at once, as before.
 import { SQLSTATE } from '@quicpool/wire';
 import { BackendLoginError } from '../backend/login.js';
 
