@@ -138,7 +138,8 @@ export async function runLan(o: LanOptions): Promise<void> {
     const qps = [];
     for (const w of o.workers) qps.push({ workers: w, d: await daemon(undefined, flags, w) });
     for (const q of qps) log(`quicpool daemon (${q.workers} worker${q.workers === 1 ? '' : 's'}) pid ${q.d.pid}`);
-    const baselineWorker = o.baseline === null ? null : await daemon(o.baseline, o.workerFlags);
+    // The baseline build runs as many workers as the first quicpool daemon (its own default would be every core).
+    const baselineWorker = o.baseline === null ? null : await daemon(o.baseline, o.workerFlags, o.workers[0]);
     const forwarder = o.targets.has('nodeForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'net' }) : null;
     const fastForwarder = o.targets.has('transportForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'transport' }) : null;
     try {
