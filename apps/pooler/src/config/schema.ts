@@ -67,6 +67,7 @@ export const SCHEMA = {
     server_reset_query: k('string', 'DISCARD ALL', true, 'Run before reuse in session mode and after session-state changes.'),
     server_check_delay_ms: k('int', 30_000, true, 'Idle longer than this: health check before reuse (ms; 0 = always).'),
     server_check_query: k('string', '', true, 'The health check ("" = the empty query).'),
+    max_logins_in_progress: k('int', 1, true, 'Server logins under way at once per pool (per worker); a client that needs another connection meanwhile waits for one to open or to come free. 1, as PgBouncer: a burst of clients opens connections one after another while those already open serve them, instead of PostgreSQL starting many backends at once. Raise it when a login to the upstream takes long (a far server).'),
     client_idle_timeout_ms: k('int', 0, true, 'Client with no request in flight closed after (ms; 0 = off), 57P05.'),
     idle_transaction_timeout_ms: k('int', 0, true, 'Client idle inside a transaction closed after (ms; 0 = off), 25P03.'),
     query_timeout_ms: k('int', 0, true, 'Request unanswered after this closes client and server connection (ms; 0 = off).'),

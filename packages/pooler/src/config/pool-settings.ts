@@ -31,6 +31,12 @@ export interface PoolSettings {
   /** Health check query; the empty query costs the server least. */
   readonly serverCheckQuery: string;
   /**
+   * Server logins under way at once per pool (per worker). 1, as PgBouncer: a burst of clients
+   * opens connections one after another while those already open serve them, instead of
+   * PostgreSQL starting many backends at once (each costs it milliseconds of CPU).
+   */
+  readonly maxLoginsInProgress: number;
+  /**
    * Transaction pooling: a statement that leaves session state (LISTEN, session advisory locks,
    * WITH HOLD cursors, temp tables, SET of untracked settings, SQL PREPARE): 'pin' the backend to
    * the client until it goes, 'reject' it (0A000), or 'reset' the backend on release.
@@ -53,6 +59,7 @@ export const DEFAULT_POOL_SETTINGS: PoolSettings = {
   queryTimeoutMs: 0,
   serverCheckDelayMs: 30_000,
   serverCheckQuery: '',
+  maxLoginsInProgress: 1,
   sessionStatePolicy: 'pin',
   preparedStatementCacheSize: 1000,
 };
@@ -90,6 +97,7 @@ export function resolvePoolSettings(partial: Partial<PoolSettings> = {}): PoolSe
   wholeNumber('idleTransactionTimeoutMs', s.idleTransactionTimeoutMs, 0);
   wholeNumber('queryTimeoutMs', s.queryTimeoutMs, 0);
   wholeNumber('serverCheckDelayMs', s.serverCheckDelayMs, 0);
+  wholeNumber('maxLoginsInProgress', s.maxLoginsInProgress, 1);
   wholeNumber('preparedStatementCacheSize', s.preparedStatementCacheSize, 1);
   if (!['pin', 'reject', 'reset'].includes(s.sessionStatePolicy)) {
     throw new SettingError('sessionStatePolicy', `must be 'pin', 'reject' or 'reset', got ${JSON.stringify(s.sessionStatePolicy)}`);

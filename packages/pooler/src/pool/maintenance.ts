@@ -14,6 +14,8 @@ export interface MaintainedPool {
   readonly idle: readonly Backend[];
   /** Connections open and opening. */
   size(): number;
+  /** Logins under way. */
+  connecting(): number;
   /** The server is down: only the outage's retry logs in, to ask whether it is back. */
   serverDown(): boolean;
   /** Logins wait for the server's parameters. */
@@ -38,12 +40,23 @@ export class Maintenance {
       if (p.expired(b, now)) p.close(b);
       else if (idleLimit > 0 && now - b.lastUsedAt >= idleLimit && this.mayCloseIdle(b, min)) p.close(b);
     }
-    // During an outage the retry timer's one login asks whether the server is back (see Pool.refill).
-    if (!p.serverDown()) for (let n = min - (p.budget?.daemonServers() ?? p.size()); n > 0; n--) if (!p.openForMin()) break;
+    this.topUp();
     // The budget's backstop: a pool still refused asks again, in case its last request found no one.
     p.budget?.remind();
     if (p.parametersWanted()) p.budget?.askParameters();
     p.refill();
+  }
+
+  /**
+   * Opens connections toward min_size (counted over the daemon's workers), as many at once as
+   * max_logins_in_progress allows; the pool calls it again as each login ends. During an outage
+   * the retry timer's one login asks whether the server is back (see Pool.refill).
+   */
+  topUp(): void {
+    const p = this.pool;
+    if (p.serverDown()) return;
+    let n = Math.min(p.settings.minPoolSize - (p.budget?.daemonServers() ?? p.size()), p.settings.maxLoginsInProgress - p.connecting());
+    for (; n > 0; n--) if (!p.openForMin()) break;
   }
 
   /** Closing idle `b` keeps min_size connections (in the daemon, with several workers). */

@@ -59,10 +59,7 @@ export class Opener {
         return false;
       }
     }
-    this.open().then(
-      (b) => this.deps.opened(b),
-      (e: unknown) => this.failed(e),
-    );
+    this.open();
     return true;
   }
 
@@ -77,29 +74,35 @@ export class Opener {
     for (const w of d.waits.takeAll()) w.onError(error);
   }
 
-  private open(): Promise<Backend> {
+  /**
+   * One login. Its end and the new connection's placement are one step: the pool never counts a
+   * connection that is neither under way nor in a list (it would open one too many).
+   */
+  private open(): void {
     const d = this.deps;
     this.count++;
     d.totals.connects++;
     const budget = d.budget;
-    return d.connect().then(
+    d.connect().then(
       (c) => {
         this.count--;
         d.watch.loggedIn(c.server);
         const parameters = new Map(c.parameters);
         if (d.params.learn(parameters)) budget?.tellParameters(parameters);
-        return new Backend(c, d.clock, d.batcher, {
-          onResetDone: d.onResetDone,
-          onClosed: d.onClosed,
-          onRoleChanged: d.onRoleChanged,
-          // The budget comes back once the server has closed its end: never two at once for one unit.
-          ...(budget !== undefined ? { onGone: (x: Backend) => budget.give(x.closeReserved) } : {}),
-        });
+        d.opened(
+          new Backend(c, d.clock, d.batcher, {
+            onResetDone: d.onResetDone,
+            onClosed: d.onClosed,
+            onRoleChanged: d.onRoleChanged,
+            // The budget comes back once the server has closed its end: never two at once for one unit.
+            ...(budget !== undefined ? { onGone: (x: Backend) => budget.give(x.closeReserved) } : {}),
+          }),
+        );
       },
       (e: unknown) => {
         this.count--;
         budget?.give(false);
-        throw e;
+        this.failed(e);
       },
     );
   }

@@ -94,11 +94,11 @@ export class Pool implements BudgetedPool {
     });
     this.opener = new Opener({
       clock: deps.clock, batcher: deps.batcher, connect: () => deps.connect(login), budget: this.budget, watch: this.watch, params: this.params, totals: this.totals,
-      lists: this.lists, waits: this.waits, closed: () => this.closed, opened: (b) => this.handOver(b),
+      lists: this.lists, waits: this.waits, closed: () => this.closed, opened: (b) => this.opened(b),
       onResetDone: (x) => this.resetDone(x), onClosed: (x, r) => this.onClosed(x, r), onRoleChanged: (x) => this.roleChanged(x),
     });
     this.maintenance = new Maintenance({
-      settings, budget: this.budget, idle: this.lists.idle, size: () => this.size, serverDown: () => this.watch.down, parametersWanted: () => this.params.wanted,
+      settings, budget: this.budget, idle: this.lists.idle, size: () => this.size, connecting: () => this.opener.connecting, serverDown: () => this.watch.down, parametersWanted: () => this.params.wanted,
       expired: (b, now) => this.expired(b, now), close: (b) => this.destroy(b), openForMin: () => this.opener.spawn(false), refill: () => this.refill(),
     });
     // The least recently used idle connection may go, unless clients of the pool wait (or it is closed).
@@ -344,11 +344,18 @@ export class Pool implements BudgetedPool {
     if (this.closed) return;
     const demand = (this.paused ? 0 : this.waits.size) + (this.params.wanted ? 1 : 0);
     const connecting = this.opener.connecting;
-    let need = Math.min(demand - connecting, this.settings.poolSize - this.size);
+    let need = Math.min(demand - connecting, this.settings.poolSize - this.size, this.settings.maxLoginsInProgress - connecting);
     // During an outage one login at a time asks whether the server is back, after its backoff.
     if (this.watch.down) need = this.watch.retrying ? 0 : Math.min(need, 1 - connecting);
     for (; need > 0; need--) if (!this.opener.spawn()) return;
     if (demand === 0) this.budget?.satisfied();
+  }
+
+  /** A login ended with a new connection: it serves a waiter, and the next login (if one is needed) may start. */
+  private opened(b: Backend): void {
+    this.handOver(b);
+    this.refill();
+    this.maintenance.topUp();
   }
 
   /** Another worker waits for this pool's budget: an idle connection may go to it (see idle-giving.ts). */
