@@ -33,10 +33,8 @@ export interface ClientBenchOptions {
   readonly json: boolean;
   /** Which measurements to run (all three by default; the JSON then has only theirs). */
   readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
-  /** This program (forked as the idle workers). */
+  /** The quicpool-bench program: forked as the idle workers and as the WAN relay. */
   readonly script: string;
-  /** The WAN emulator program (dist/bin/wan.js). */
-  readonly wanScript: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
@@ -85,9 +83,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       settings: { limits: { auth_timeout_ms: 120_000 }, pool: { query_wait_timeout_ms: 60_000 } },
     });
     const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.tcpPort, quicPort: quicPortOf(pooler), caPem: pooler.caPem };
-    const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
+    const wanTcp = await startRelay(o.script, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
     const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
     // A second daemon with the read-only 0-RTT policy (only the cold start's read-only path uses it).
@@ -101,7 +99,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
         stateDir: readOnlyStateDir,
         settings: { quic: { early_data: 'read-only' } },
       });
-      const roUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
+      const roUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
       wans.push(roUdp);
       readOnlyWan = { ...wan, quicPort: roUdp.port, caPem: readOnlyPooler.caPem };
     }

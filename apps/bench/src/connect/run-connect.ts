@@ -48,7 +48,8 @@ export interface ConnectBenchOptions {
   /** (c): sessions held open on each side. */
   readonly sessions: number;
   readonly json: boolean;
-  readonly wanScript: string;
+  /** The quicpool-bench program, run as the WAN relay. */
+  readonly script: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
@@ -128,11 +129,11 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       poolSize: 4,
       settings: { tls: { client_ca_file: clientCaFile }, quic: { early_data: 'read-only' } },
     }));
-    const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
+    const wanTcp = await startRelay(o.script, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
-    const wanReadOnly = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
+    const wanReadOnly = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
     wans.push(wanReadOnly);
     const caPem = pooler.caPem;
     const quic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions => ({

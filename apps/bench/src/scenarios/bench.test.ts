@@ -25,7 +25,7 @@ import type { ScenarioResult } from './types.js';
 const pg = inject('pg');
 const unavailable = packetPathUnavailableReason();
 const DELAY_MS = 5;
-let built: { script: string; wanScript: string; remove: () => void };
+let built: { script: string; remove: () => void };
 
 const options = (o: Partial<BenchOptions>): BenchOptions => ({
   quick: true,
@@ -57,7 +57,7 @@ async function bench(o: Partial<BenchOptions>): Promise<BenchOutcome> {
   const out = await mkdtemp(join(tmpdir(), 'bench-test-'));
   outDirs.push(out);
   const target = { host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database };
-  return runBench(options({ ...o, out }), { pg: target, script: built.script, wanScript: built.wanScript, log: () => undefined });
+  return runBench(options({ ...o, out }), { pg: target, script: built.script, log: () => undefined });
 }
 
 /** Processes still running one of our programs (the built bench, its daemon state, the forwarder). */

@@ -4,6 +4,7 @@
 // path's RTT and drops are read once the load is over. Everything started is stopped, whatever fails.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { BENCH_WORKER_FLAG } from '../commands/worker-flags.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
@@ -18,8 +19,6 @@ import { ProcessCpu } from '../telemetry/process-cpu.js';
 import type { ChildConfig } from './variant-child.js';
 import type { ClientResult, ClientSpec, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
 
-/** The flag that turns the bench program into one of its workers: `--bench-worker variant <json>`. */
-export const WORKER_FLAG = '--bench-worker';
 /** Server connections per pool in every daemon the bench starts (as PgBouncer's default_pool_size). */
 export const POOL_SIZE = 20;
 
@@ -28,10 +27,8 @@ export interface BenchContext {
   /** The postmaster, whose processes' CPU is summed; null when Postgres is not on this machine. */
   readonly postgresPid: number | null;
   readonly pathMode: PathMode;
-  /** The bench program (dist/bin/bench.js): the client process runs it as a worker. */
+  /** The quicpool-bench program: the client process runs it as a worker, the fallback path as the relay. */
   readonly script: string;
-  /** The relay program (dist/bin/wan.js), for the fallback path. */
-  readonly wanScript: string;
   /** The daemon's state folder (certificate, ticket key), shared by every run. */
   readonly stateDir: string;
   /** The pgbouncer binary, for variants of the 'pgbouncer' route (null: not installed). */
@@ -104,7 +101,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
     load: plan.load,
     target: { ...endpoint, caPem: pooler?.caPem ?? null, serverName: 'localhost', user: pg.user, password: pg.password, database: pg.database, congestionControl: ctx.congestionControl },
   };
-  const { command, args } = path.clientCommand([ctx.script, WORKER_FLAG, 'variant', JSON.stringify(config)]);
+  const { command, args } = path.clientCommand([ctx.script, BENCH_WORKER_FLAG, 'variant', JSON.stringify(config)]);
   const rows: PhasedRow[] = [];
   let cpu: ProcessCpu | null = null;
   let result: ClientResult | null = null;
@@ -150,7 +147,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
 
 export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number): Promise<VariantRun> {
   const wan = plan.wan;
-  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.wanScript);
+  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.script);
   try {
     let pooler: (PoolerProcess & { stop(): Promise<void> }) | null = null;
     let run: Awaited<ReturnType<typeof runClient>>;

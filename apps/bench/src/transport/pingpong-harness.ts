@@ -1,12 +1,12 @@
 // The parent side of a ping-pong benchmark: forks a server worker and a client worker (the same
-// bench program, started with WORKER_FLAG), lets the client warm up, then measures one window:
+// bench program, started with PINGPONG_FLAG), lets the client warm up, then measures one window:
 // round trips counted by the client, CPU and RSS reported by each side for that window.
 import type { ChildProcess } from 'node:child_process';
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { FromWorker, PingPongConfig, ToWorker, WindowReport } from './pingpong-worker.js';
-import { WORKER_FLAG } from './pingpong-worker.js';
+import { PINGPONG_FLAG } from '../commands/worker-flags.js';
 
 export interface PingPongResult {
   label: string;
@@ -25,7 +25,7 @@ export interface PingPongResult {
 
 export interface HarnessOptions {
   label: string;
-  /** The built bench program to fork (it must call runPingPongWorker when given WORKER_FLAG). */
+  /** The built bench program to fork (it must call runPingPongWorker when given PINGPONG_FLAG). */
   workerScript: string;
   serverRole: string;
   clientRole: string;
@@ -39,7 +39,7 @@ class Worker {
   constructor(script: string, name: string) {
     // BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the workers.
     const execArgv = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
-    this.child = fork(script, [WORKER_FLAG, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+    this.child = fork(script, [PINGPONG_FLAG, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   }
 
   request<K extends FromWorker['t']>(message: ToWorker, want: K): Promise<Extract<FromWorker, { t: K }>> {

@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
 import type { SessionStream, UdpIoKind } from '@quicpool/transport';
+import { QUIC_SERVER_FLAG } from '../commands/worker-flags.js';
 
 export interface QuicPingPongOptions {
   connections: number;
@@ -14,7 +15,7 @@ export interface QuicPingPongOptions {
   durationMs?: number;
   warmupMs?: number;
   payloadBytes?: number;
-  /** Script to fork as the server: it must call `runQuicPingPongServerChild()` when started with SERVER_FLAG. */
+  /** Script to fork as the server: it must call `runQuicPingPongServerChild()` when started with QUIC_SERVER_FLAG. */
   serverScript: string;
   /** The UDP I/O path of both endpoints (the native batched module or node:dgram). */
   udpIo: UdpIoKind;
@@ -41,7 +42,6 @@ export interface QuicPingPongResult {
   serverRssMb: number;
 }
 
-export const SERVER_FLAG = '--quic-pingpong-server';
 
 type ToChild = { t: 'listen'; cert: string; key: string; udpIo: UdpIoKind } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
 type FromChild =
@@ -126,7 +126,7 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
   // BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the server child;
   // without it the child inherits this process's execArgv, as fork() does by default.
   const workerArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter((a) => a !== '');
-  const child = fork(opts.serverScript, [SERVER_FLAG], {
+  const child = fork(opts.serverScript, [QUIC_SERVER_FLAG], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     ...(workerArgs !== undefined ? { execArgv: workerArgs } : {}),
   });

@@ -13,7 +13,7 @@ export interface TcpPingPongOptions {
   /** Request and response size in bytes. Default 200. */
   payload?: number;
   warmupMs?: number;
-  /** The built bench program that dispatches WORKER_FLAG (default: the running program). */
+  /** The built bench program that dispatches PINGPONG_FLAG (default: the running program). */
   workerScript?: string;
 }
 
