@@ -29,9 +29,10 @@ async function main(argv: readonly string[], program: string): Promise<number | 
   const [first, ...rest] = argv;
   const worker = first === undefined ? undefined : WORKERS.get(first);
   if (worker !== undefined) return worker(rest);
-  if (first === undefined || first === '--help' || first === '-h') {
+  if (first === undefined) throw new UsageError(`which subcommand?\n${programHelp()}`);
+  if (first === '--help' || first === '-h') {
     process.stdout.write(`${programHelp()}\n`);
-    return first === undefined ? 2 : 0;
+    return 0;
   }
   const sub = SUBCOMMANDS.find((s) => s.name === first);
   if (sub === undefined) throw new UsageError(`unknown subcommand '${first}'\n${programHelp()}`);

@@ -22,6 +22,7 @@ import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
 import { startRelay } from '../stack/relay.js';
 import type { RunningRelay } from '../stack/relay.js';
+import { round2 as r2 } from '../report/round.js';
 
 export interface ClientBenchOptions {
   readonly oneWayMs: number;
@@ -143,7 +144,6 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     if (o.json) {
       const coldTrust = cold?.trust;
       const coldScram = cold?.scram;
-      const r2 = (x: number): number => Math.round(x * 100) / 100;
       const each = (v: Record<ColdPath, number>) => ({ tcpTls: r2(v.tcpTls), quic: r2(v.quic), quic0rtt: r2(v.quic0rtt), quic0rttPgStartup: r2(v.quic0rttPgStartup), quic0rttReadOnly: r2(v.quic0rttReadOnly) });
       const rtts = (c: ColdStartResult) => each(c.rtts);
       const ms = (c: ColdStartResult) => each(c.ms);

@@ -16,7 +16,8 @@ import { measureFirstResponse } from '../transport/first-response.js';
 import { runMatrixaiPingPong } from '../transport/matrixai-pingpong.js';
 import { runQuicPingPong } from '../transport/quic-pingpong.js';
 import { nativeUdpFloor, quicheFloor, udpFloor } from '../transport/quic-floor.js';
-import { medianRows, printTable, quicVsTcp, round1, summary } from '../transport/summary.js';
+import { round1 } from '../report/round.js';
+import { medianRows, printTable, quicVsTcp, summary } from '../transport/summary.js';
 import type { Floor, Row } from '../transport/summary.js';
 import { runTcpPingPong } from '../transport/tcp-pingpong.js';
 
@@ -37,7 +38,6 @@ export const command = defineCommand({
     const warmupMs = Number(values.warmup);
     const only = new Set(values.only.split(','));
     const rounds = wholeOption('rounds', values.rounds);
-    const script = program;
     const native = udpIoStatus();
     const ioPaths: UdpIoKind[] = [];
     for (const io of values.io.split(',')) {
@@ -66,7 +66,7 @@ export const command = defineCommand({
       if (only.has('tcp')) {
         for (const sockets of [1, 40, 2000]) {
           await attempt(`tcp ${sockets}`, async () => ({
-            ...(await runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: script })),
+            ...(await runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: program })),
             sendsPerRt: null,
             recvsPerRt: null,
           }));
@@ -75,7 +75,7 @@ export const command = defineCommand({
       if (only.has('quic')) {
         for (const [connections, streams] of QUIC_SCENARIOS) for (const udpIo of ioPaths) {
           await attempt(`quic ${connections}x${streams} ${udpIo}`, async () => {
-            const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: script, udpIo });
+            const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: program, udpIo });
             return {
               label: `quic ${r.scenario} ${udpIo}`,
               roundTrips: r.roundTrips,
@@ -98,7 +98,7 @@ export const command = defineCommand({
           const [connections, streams] = scenario.split('x').map(Number);
           if (connections === undefined || streams === undefined || !(connections > 0) || !(streams > 0)) throw new UsageError(`bad --matrixai ${scenario}`);
           await attempt(`matrixai ${scenario}`, async () => ({
-            ...(await runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: script })),
+            ...(await runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: program })),
             sendsPerRt: null,
             recvsPerRt: null,
           }));

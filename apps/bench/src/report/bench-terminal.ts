@@ -2,6 +2,7 @@
 // and with several --workers counts the pooler's CPU per query side by side.
 import { cpus } from 'node:os';
 import { variantFigures } from './figures.js';
+import { median } from './median.js';
 import type { ScenarioResult } from '../scenarios/types.js';
 
 /** Per scenario and variant: the pooler's CPU per query at the busiest step (median over rounds), queries answered and failed. */
@@ -15,11 +16,9 @@ export function workerFigures(results: readonly ScenarioResult[]): WorkerFigures
     for (const name of new Set(r.rounds.flat().map((run) => run.variant))) {
       const runs = r.rounds.flat().filter((run) => run.variant === name).map(variantFigures);
       const us = runs
-        .map((f) => f.steps.filter((st) => st.label !== 'probe').reduce<(typeof f.steps)[number] | null>((best, st) => (best === null || st.qps > best.qps ? st : best), null)?.usPerQuery.pooler ?? null)
-        .filter((x): x is number => x !== null)
-        .sort((a, b) => a - b);
+        .map((f) => f.steps.filter((st) => st.label !== 'probe').reduce<(typeof f.steps)[number] | null>((best, st) => (best === null || st.qps > best.qps ? st : best), null)?.usPerQuery.pooler ?? null);
       variants[name] = {
-        poolerUsPerQuery: us.length === 0 ? null : us.length % 2 === 1 ? us[us.length >> 1]! : (us[us.length / 2 - 1]! + us[us.length / 2]!) / 2,
+        poolerUsPerQuery: median(us),
         processed: runs.reduce((n, f) => n + f.processed, 0),
         failed: runs.reduce((n, f) => n + f.failed, 0),
       };

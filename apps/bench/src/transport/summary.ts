@@ -3,6 +3,8 @@
 import type { UdpIoKind } from '@quicpool/transport';
 import type { FirstResponseResult } from './first-response.js';
 import type { PingPongResult } from './pingpong-harness.js';
+import { median } from '../report/median.js';
+import { round1, round2 } from '../report/round.js';
 
 /** A run: the ping-pong figures plus, for QUIC, send/receive system calls per round trip (both sides). */
 export type Row = PingPongResult & { sendsPerRt: number | null; recvsPerRt: number | null };
@@ -46,24 +48,12 @@ export function quicVsTcp(rows: Row[], io: UdpIoKind): Ratio[] {
   return out;
 }
 
-export function round2(x: number): number {
-  return Math.round(x * 100) / 100;
-}
-
-export function round1(x: number): number {
-  return Math.round(x * 10) / 10;
-}
-
 /** One row per label: each figure the median of that label's runs. */
 export function medianRows(runs: Row[]): Row[] {
   const labels = [...new Set(runs.map((r) => r.label))];
   return labels.map((label) => {
     const of = runs.filter((r) => r.label === label);
-    const med = (get: (r: Row) => number): number => {
-      const v = of.map(get).sort((a, b) => a - b);
-      const mid = v.length >> 1;
-      return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
-    };
+    const med = (get: (r: Row) => number): number => median(of.map(get)) ?? Number.NaN;
     const dgrams = of.every((r) => r.datagramsPerRt !== null) ? med((r) => r.datagramsPerRt ?? 0) : null;
     const sends = of.every((r) => r.sendsPerRt !== null) ? med((r) => r.sendsPerRt ?? 0) : null;
     const recvs = of.every((r) => r.recvsPerRt !== null) ? med((r) => r.recvsPerRt ?? 0) : null;
