@@ -4,9 +4,8 @@
 //   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
 //   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes)
 //   (c) 2,000 sessions x 1 query from nothing open: time to drain
-import { loadavg } from 'node:os';
 import { startPostgres } from '@quicpool/pg-fixture';
-import { describeMachine, machineLine } from '../report/machine.js';
+import { describeMachine, load1, machineLine } from '../report/machine.js';
 import { openFileLimit, readProcSample } from '../telemetry/proc.js';
 import type { BenchTargets, Login } from './connect.js';
 import { drainQuic, drainTcp } from './drain.js';
@@ -39,7 +38,6 @@ export interface ClientBenchOptions {
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
-const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
 
 /** A drain and the CPU it cost this process (the client) and the pooler process. */
 export interface DrainCost extends DrainResult {

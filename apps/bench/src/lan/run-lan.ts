@@ -2,10 +2,10 @@
 // its own process) and through PgBouncer when installed (transaction mode, same pool size).
 // Per target: tps, mean and p99 latency, the pooler's CPU µs per transaction, load average.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPostgres } from '@quicpool/pg-fixture';
-import { describeMachine, machineLine } from '../report/machine.js';
+import { describeMachine, load1, machineLine } from '../report/machine.js';
 import { median } from '../report/median.js';
 import { processSyscalls, readProcSample } from '../telemetry/proc.js';
 import { findPgbench, p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
@@ -62,7 +62,6 @@ export interface TargetRow extends Omit<PgbenchResult, 'output'> {
   readonly loadAvg1mAfter: number;
 }
 
-const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
 export async function runLan(o: LanOptions): Promise<void> {

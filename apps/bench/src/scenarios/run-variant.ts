@@ -2,13 +2,11 @@
 // PgBouncer, for the 'pgbouncer' route) behind it, the client process on the far side; each of the
 // client's rows gets the other processes' CPU of the same second (read here, from /proc); the
 // path's RTT and drops are read once the load is over. Everything started is stopped, whatever fails.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { BENCH_WORKER_FLAG } from '../commands/worker-flags.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
-import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import { daemonCertificates, quicPortOf, startDaemon } from '../stack/daemon.js';
 import { startPgbouncer } from '../stack/pgbouncer.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
@@ -16,6 +14,7 @@ import { NO_PATH, openPath } from '../stack/wan-path.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import type { CpuInterval } from '../telemetry/process-cpu.js';
 import { ProcessCpu } from '../telemetry/process-cpu.js';
+import { countProcFds } from '../telemetry/proc.js';
 import type { ChildConfig } from './variant-child.js';
 import type { ClientResult, ClientSpec, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
 
@@ -54,14 +53,6 @@ interface PoolerProcess {
 }
 
 const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
-
-function fdsOf(pid: number): number | null {
-  try {
-    return readdirSync(`/proc/${pid}/fd`).length;
-  } catch {
-    return null;
-  }
-}
 
 const perQuery = (ms: number | null, processed: number): number | null => (ms === null || processed === 0 ? null : Math.round((ms * 10_000) / processed) / 10);
 const ms = (v: number | null): number | null => (v === null ? null : Math.round(v));
@@ -131,7 +122,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
     },
   });
   try {
-    const poolerFds = pooler === null ? null : fdsOf(pooler.pid);
+    const poolerFds = pooler === null ? null : countProcFds(pooler.pid);
     const limit = loadLimitMs(plan);
     let timer: NodeJS.Timeout | undefined;
     const code = await Promise.race([child.exited, new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), limit)))]);
@@ -195,15 +186,7 @@ async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: 
       if (ctx.pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (apt-get install pgbouncer)');
       // The daemon's development certificate (the quicpool variants before it created it), so
       // the clients verify both poolers against the same CA.
-      const certs = join(ctx.stateDir, 'certs');
-      const read = (file: string): string => {
-        try {
-          return readFileSync(join(certs, file), 'utf8');
-        } catch {
-          throw new Error(`the pgbouncer variant needs the daemon's certificate in ${certs} (a quicpool variant runs before it)`);
-        }
-      };
-      const caPem = read('ca.pem');
+      const { caPem, certPem, keyPem } = daemonCertificates(ctx.stateDir);
       const pb = await startPgbouncer(ctx.pgbouncer, {
         serverHost: ctx.pg.host,
         serverPort: ctx.pg.port,
@@ -211,7 +194,7 @@ async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: 
         password: ctx.pg.password,
         poolSize: POOL_SIZE,
         listenHost,
-        clientTls: { certPem: read('server.pem'), keyPem: read('server.key') },
+        clientTls: { certPem, keyPem },
       });
       return { pid: pb.pid, tcpPort: pb.port, quicPort: null, caPem, stop: () => pb.stop() };
     }

@@ -99,6 +99,15 @@ export interface ProcFds {
   readonly sockets: number;
 }
 
+/** How many file descriptors `pid` (or this process: 'self') has open, or null when unreadable; cheap (no readlink). */
+export function countProcFds(pid: number | 'self'): number | null {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return null;
+  }
+}
+
 /** How many of these /proc/<pid>/fd link targets are sockets. */
 export function countSocketLinks(targets: readonly string[]): number {
   return targets.filter((t) => t.startsWith('socket:[')).length;
