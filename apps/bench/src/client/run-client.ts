@@ -72,10 +72,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     const info = pg.info;
     const trust: Login = { user: info.trustUser, database: info.database };
     const scram: Login = { user: info.user, password: info.password, database: info.database };
+    const daemon = { listenHost: '127.0.0.1', upstream: { host: info.host, port: info.port }, users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } } } as const;
     pooler = await startDaemon({
-      listenHost: '127.0.0.1',
-      upstream: { host: info.host, port: info.port },
-      users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+      ...daemon,
       poolSize: o.poolSize,
       stateDir,
       // 2,000 TLS handshakes at once on a busy 2-core machine take a while.
@@ -91,9 +90,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     let readOnlyWan: BenchTargets = wan;
     if (o.parts.cold) {
       readOnlyPooler = await startDaemon({
-        listenHost: '127.0.0.1',
-        upstream: { host: info.host, port: info.port },
-        users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+        ...daemon,
         poolSize: 4,
         stateDir: readOnlyStateDir,
         settings: { quic: { early_data: 'read-only' } },

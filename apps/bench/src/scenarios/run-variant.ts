@@ -7,6 +7,7 @@ import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
 import { daemonCertificates, quicPortOf, startDaemon } from '../stack/daemon.js';
+import type { RunningDaemon } from '../stack/daemon.js';
 import { startPgbouncer } from '../stack/pgbouncer.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
@@ -42,15 +43,8 @@ export interface BenchContext {
   readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
 }
 
-/** The pooler process a variant's clients reach: the quicpool daemon or PgBouncer. */
-interface PoolerProcess {
-  readonly pid: number;
-  readonly tcpPort: number;
-  /** null: no QUIC listener (PgBouncer). */
-  readonly quicPort: number | null;
-  /** The CA of its TLS certificate (server name `localhost`). */
-  readonly caPem: string;
-}
+/** The pooler process a variant's clients reach: the quicpool daemon or PgBouncer (quicPort null). */
+type PoolerProcess = Pick<RunningDaemon, 'pid' | 'tcpPort' | 'quicPort' | 'caPem'>;
 
 const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
 
