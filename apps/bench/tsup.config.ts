@@ -1,11 +1,12 @@
 import { defineConfig } from 'tsup';
 
-// Every file in src/bin is one benchmark program (dist/bin/<name>.js); the rest is shared code.
+// One program, dist/bin/quicpool-bench.js; each subcommand is a chunk beside it, loaded when chosen.
 export default defineConfig({
-  entry: ['src/bin/*.ts'],
+  entry: ['src/bin/quicpool-bench.ts'],
   outDir: 'dist/bin',
   format: ['esm'],
   target: 'node20',
+  splitting: true,
   dts: false,
   sourcemap: true,
   clean: true,

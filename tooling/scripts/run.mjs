@@ -281,16 +281,17 @@ switch (job) {
     process.exit(pnpm(['exec', 'turbo', ...rest], { allowFail: true }));
     break;
   case 'bench': {
-    // `npm run bench:wire -- --json` etc.: build the harness (turbo, cached), then run the program.
+    // `npm run bench:wire -- --json` etc.: build the harness (turbo, cached), then run its one
+    // program, `quicpool-bench <subcommand> [args]` (it answers an unknown subcommand itself).
     const [name = 'bench', ...args] = rest;
-    const bin = join(root, 'apps', 'bench', 'dist', 'bin', `${name}.js`);
+    const bin = join(root, 'apps', 'bench', 'dist', 'bin', 'quicpool-bench.js');
     installIfNeeded(workspacePackages());
     pnpm(['exec', 'turbo', 'run', 'build', '--filter=@quicpool/bench...', '--output-logs=errors-only']);
     if (!existsSync(bin)) {
-      console.error(`[quicpool] no benchmark program ${name} (expected ${bin})`);
+      console.error(`[quicpool] the benchmark program is missing (expected ${bin})`);
       process.exit(2);
     }
-    shadow(process.execPath, [bin, ...args], env);
+    shadow(process.execPath, [bin, name, ...args], env);
     break;
   }
   case 'release':

@@ -1,38 +1,80 @@
-// Command-line parsing shared by the bench programs: `--help` prints the options (generated from
-// the same table parseArgs reads, so it cannot drift), and an unknown or malformed option prints
-// the message and the usage, exit code 2, instead of a stack trace.
+// The one option parser of `quicpool-bench <subcommand>`: each subcommand declares its options in
+// one table, which both parseArgs reads and `--help` prints (so the two cannot drift). A usage
+// error (unknown option, bad value) is a UsageError: the program prints it with the usage, exit 2.
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
+export type Options = NonNullable<ParseArgsConfig['options']>;
+export type Values<O extends Options> = ReturnType<typeof parseArgs<{ options: O; args: string[] }>>['values'];
 
-export function usageOf(command: string, options: Options): string {
-  const parts = Object.entries(options).map(([name, o]) => {
-    const value = o.type === 'string' ? ` ${name.toUpperCase().replace(/-/g, '_')}` : '';
-    const fallback = o.default === undefined || o.type === 'boolean' ? '' : ` (default ${String(o.default)})`;
-    return `  --${name}${value}${o.multiple === true ? ' (repeatable)' : ''}${fallback}`;
-  });
-  return [`usage: ${command} [options]`, ...parts, '  --help'].join('\n');
+/** A wrong option or value on the command line: exit code 2 and the usage, not a stack trace. */
+export class UsageError extends Error {}
+
+/** One subcommand, its option table erased: what the program's dispatcher needs of it. */
+export interface Command {
+  readonly options: Options;
+  /** Runs with the arguments after the subcommand; resolves to the exit code, or null to keep the process running. */
+  run(args: readonly string[], program: string): Promise<number | null>;
 }
 
-/** parseArgs over process.argv, with --help and a clean usage error. */
-export function parseCommandLine<T extends ParseArgsConfig & { options: Options }>(command: string, config: T): ReturnType<typeof parseArgs<T>> {
-  const args = config.args ?? process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(`${usageOf(command, config.options)}\n`);
-    process.exit(0);
+/** What a subcommand's run gets: its parsed options, its own arguments and the program file. */
+export interface Invocation<O extends Options> {
+  readonly values: Values<O>;
+  readonly args: readonly string[];
+  /** This program's built file: every child process of a benchmark runs it. */
+  readonly program: string;
+}
+
+export interface CommandSpec<O extends Options> {
+  readonly options: O;
+  run(invocation: Invocation<O>): Promise<number | null>;
+}
+
+/** The `--json` option every benchmark shares: with it the last stdout line is one JSON object. */
+export const JSON_OPTION = { json: { type: 'boolean', default: false } } as const;
+
+export function usageOf(command: string, options: Options, summary?: string): string {
+  const parts = Object.entries(options).map(([name, o]) => {
+    const value = o.type === 'string' ? ` ${name.toUpperCase().replace(/-/g, '_')}` : '';
+    const fallback = o.default === undefined || o.type === 'boolean' || (Array.isArray(o.default) && o.default.length === 0) ? '' : ` (default ${String(o.default)})`;
+    return `  --${name}${value}${o.multiple === true ? ' (repeatable)' : ''}${fallback}`;
+  });
+  return [...(summary === undefined ? [] : [summary]), `usage: ${command} [options]`, ...parts, '  --help'].join('\n');
+}
+
+export function defineCommand<O extends Options>(spec: CommandSpec<O>): Command {
+  return {
+    options: spec.options,
+    run(args, program) {
+      let values: Values<O>;
+      try {
+        values = parseArgs({ options: spec.options, args: [...args] }).values;
+      } catch (e) {
+        throw new UsageError(e instanceof Error ? e.message : String(e));
+      }
+      return spec.run({ values, args, program });
+    },
+  };
+}
+
+/** A numeric option's value (`--name`) in [min, max], whole when asked; a usage error otherwise. */
+export function numberOption(name: string, value: string | undefined, min = 0, max = Infinity, whole = false): number {
+  const n = Number(value);
+  if (value === undefined || value.trim() === '' || !Number.isFinite(n) || n < min || n > max || (whole && !Number.isInteger(n))) {
+    const range = max === Infinity ? `>= ${min}` : `in [${min}, ${max}]`;
+    throw new UsageError(`--${name} must be a ${whole ? 'whole ' : ''}number ${range}, got ${String(value)}`);
   }
-  try {
-    return parseArgs(config);
-  } catch (e) {
-    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n${usageOf(command, config.options)}\n`);
-    process.exit(2);
-  }
+  return n;
 }
 
 /** A whole-number option's value (`--name`), at least `min`; a usage error otherwise. */
 export function wholeOption(name: string, value: string, min = 1): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${value}`);
-  return n;
+  return numberOption(name, value, min, Infinity, true);
+}
+
+/** One of `allowed`, or a usage error naming them. */
+export function choiceOption<T extends string>(name: string, value: string, allowed: readonly T[]): T {
+  const found = allowed.find((a) => a === value);
+  if (found === undefined) throw new UsageError(`--${name} takes ${allowed.join(', ')}; got ${value}`);
+  return found;
 }

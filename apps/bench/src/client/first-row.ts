@@ -9,6 +9,7 @@ import type { FastStartMode, SessionManagerOptions } from '@quicpool/client';
 import { QuicTicketStore } from '@quicpool/transport';
 import type { BenchTargets, ClientMemory, Login } from './connect.js';
 import { quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
+import { median } from '../report/median.js';
 
 /**
  * quic0rttPgStartup: 0-RTT with `fastStart: false` (pg's own startup: the query waits for ReadyForQuery).
@@ -39,12 +40,8 @@ export interface PathRtts {
 
 const QUERY = 'select 1 as x';
 
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
+/** The median of trials, NaN when there were none. */
+export const medianMs = (values: readonly number[]): number => median(values) ?? Number.NaN;
 
 /** What one round trip costs on each path: `select 1` on an already open session, median of 15. */
 export async function measurePathRtts(t: BenchTargets, login: Login): Promise<PathRtts> {
@@ -56,7 +53,7 @@ export async function measurePathRtts(t: BenchTargets, login: Login): Promise<Pa
       await query();
       samples.push(performance.now() - t0);
     }
-    return median(samples);
+    return medianMs(samples);
   };
   const tcp = new pg.Client(tlsClientConfig(t, login));
   await tcp.connect();
@@ -159,7 +156,7 @@ export async function measureColdStart(t: BenchTargets, readOnly: BenchTargets, 
     pipelinedFull &&= fresh.pipelined;
     pipelinedZero &&= resumed.pipelined;
   }
-  const ms = { tcpTls: median(tcp), quic: median(full), quic0rtt: median(zero), quic0rttPgStartup: median(zeroPg), quic0rttReadOnly: median(zeroRo) };
+  const ms = { tcpTls: medianMs(tcp), quic: medianMs(full), quic0rtt: medianMs(zero), quic0rttPgStartup: medianMs(zeroPg), quic0rttReadOnly: medianMs(zeroRo) };
   return {
     trials,
     ms,

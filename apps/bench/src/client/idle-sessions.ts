@@ -11,8 +11,7 @@ import type { BenchTargets, Login } from './connect.js';
 import { quicManagerOptions, tlsClientConfig } from './connect.js';
 import { pageBytes, sampleMemory } from './proc-memory.js';
 import type { MemorySample } from './proc-memory.js';
-
-export const IDLE_FLAG = '--client-bench-idle';
+import { IDLE_FLAG } from '../commands/worker-flags.js';
 
 export type IdleTransport = 'tcp' | 'quic';
 

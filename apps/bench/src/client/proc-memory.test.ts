@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSockstat, sampleMemory } from './proc-memory.js';
-import { median } from './first-row.js';
+import { medianMs as median } from './first-row.js';
 
 describe('parseSockstat', () => {
   it('reads inuse and mem of TCP and UDP', () => {

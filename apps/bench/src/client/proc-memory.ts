@@ -1,8 +1,8 @@
 // What a process and the kernel hold: this process's RSS and open file descriptors, and the
 // kernel's socket buffer memory and socket counts from /proc/net/sockstat (system-wide, so both
 // ends of a loopback connection count). Linux only.
-import { readdirSync, readFileSync } from 'node:fs';
-import { getconfNumber } from '../telemetry/proc.js';
+import { readFileSync } from 'node:fs';
+import { countProcFds, getconfNumber } from '../telemetry/proc.js';
 
 export interface SockstatLine {
   readonly inuse: number;
@@ -48,7 +48,7 @@ export function sampleMemory(): MemorySample {
     rssBytes: mem.rss,
     heapUsedBytes: mem.heapUsed,
     externalBytes: mem.external,
-    fds: readdirSync('/proc/self/fd').length,
+    fds: countProcFds('self') ?? Number.NaN,
     sockstat: parseSockstat(readFileSync('/proc/net/sockstat', 'utf8')),
   };
 }

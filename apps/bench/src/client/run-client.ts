@@ -4,9 +4,8 @@
 //   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
 //   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes)
 //   (c) 2,000 sessions x 1 query from nothing open: time to drain
-import { loadavg } from 'node:os';
 import { startPostgres } from '@quicpool/pg-fixture';
-import { describeMachine, machineLine } from '../report/machine.js';
+import { describeMachine, load1, machineLine } from '../report/machine.js';
 import { openFileLimit, readProcSample } from '../telemetry/proc.js';
 import type { BenchTargets, Login } from './connect.js';
 import { drainQuic, drainTcp } from './drain.js';
@@ -22,6 +21,7 @@ import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
 import { startRelay } from '../stack/relay.js';
 import type { RunningRelay } from '../stack/relay.js';
+import { round2 as r2 } from '../report/round.js';
 
 export interface ClientBenchOptions {
   readonly oneWayMs: number;
@@ -33,14 +33,11 @@ export interface ClientBenchOptions {
   readonly json: boolean;
   /** Which measurements to run (all three by default; the JSON then has only theirs). */
   readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
-  /** This program (forked as the idle workers). */
+  /** The quicpool-bench program: forked as the idle workers and as the WAN relay. */
   readonly script: string;
-  /** The WAN emulator program (dist/bin/wan.js). */
-  readonly wanScript: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
-const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
 
 /** A drain and the CPU it cost this process (the client) and the pooler process. */
 export interface DrainCost extends DrainResult {
@@ -75,33 +72,30 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     const info = pg.info;
     const trust: Login = { user: info.trustUser, database: info.database };
     const scram: Login = { user: info.user, password: info.password, database: info.database };
+    const daemon = { listenHost: '127.0.0.1', upstream: { host: info.host, port: info.port }, users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } } } as const;
     pooler = await startDaemon({
-      listenHost: '127.0.0.1',
-      upstream: { host: info.host, port: info.port },
-      users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+      ...daemon,
       poolSize: o.poolSize,
       stateDir,
       // 2,000 TLS handshakes at once on a busy 2-core machine take a while.
       settings: { limits: { auth_timeout_ms: 120_000 }, pool: { query_wait_timeout_ms: 60_000 } },
     });
     const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.tcpPort, quicPort: quicPortOf(pooler), caPem: pooler.caPem };
-    const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
+    const wanTcp = await startRelay(o.script, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
     const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
     // A second daemon with the read-only 0-RTT policy (only the cold start's read-only path uses it).
     let readOnlyWan: BenchTargets = wan;
     if (o.parts.cold) {
       readOnlyPooler = await startDaemon({
-        listenHost: '127.0.0.1',
-        upstream: { host: info.host, port: info.port },
-        users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+        ...daemon,
         poolSize: 4,
         stateDir: readOnlyStateDir,
         settings: { quic: { early_data: 'read-only' } },
       });
-      const roUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
+      const roUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
       wans.push(roUdp);
       readOnlyWan = { ...wan, quicPort: roUdp.port, caPem: readOnlyPooler.caPem };
     }
@@ -145,7 +139,6 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     if (o.json) {
       const coldTrust = cold?.trust;
       const coldScram = cold?.scram;
-      const r2 = (x: number): number => Math.round(x * 100) / 100;
       const each = (v: Record<ColdPath, number>) => ({ tcpTls: r2(v.tcpTls), quic: r2(v.quic), quic0rtt: r2(v.quic0rtt), quic0rttPgStartup: r2(v.quic0rttPgStartup), quic0rttReadOnly: r2(v.quic0rttReadOnly) });
       const rtts = (c: ColdStartResult) => each(c.rtts);
       const ms = (c: ColdStartResult) => each(c.ms);

@@ -21,9 +21,10 @@ import { LoginCache, QuicAgent } from '@quicpool/client';
 import type { AgentOptions, SessionManagerOptions } from '@quicpool/client';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { generateDevCertificates, QuicTicketStore } from '@quicpool/transport';
-import { median, readOnlyZeroRttFirstRow } from '../client/first-row.js';
+import { medianMs, readOnlyZeroRttFirstRow } from '../client/first-row.js';
+import { round2 as r2 } from '../report/round.js';
 import { findPgbench, parseSummary, runPgbench } from '../lan/pgbench.js';
-import type { PgbenchTarget } from '../lan/pgbench.js';
+import type { PgTarget } from '../stack/postgres.js';
 
 /** pgbench's summary; with -C it prints "tps = N (including reconnection times)" instead. */
 function summary(out: string): ReturnType<typeof parseSummary> {
@@ -48,7 +49,8 @@ export interface ConnectBenchOptions {
   /** (c): sessions held open on each side. */
   readonly sessions: number;
   readonly json: boolean;
-  readonly wanScript: string;
+  /** The quicpool-bench program, run as the WAN relay. */
+  readonly script: string;
 }
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
@@ -128,11 +130,11 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       poolSize: 4,
       settings: { tls: { client_ca_file: clientCaFile }, quic: { early_data: 'read-only' } },
     }));
-    const wanTcp = await startRelay(o.wanScript, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
+    const wanTcp = await startRelay(o.script, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
     wans.push(wanTcp);
-    const wanUdp = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
+    const wanUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
     wans.push(wanUdp);
-    const wanReadOnly = await startRelay(o.wanScript, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
+    const wanReadOnly = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
     wans.push(wanReadOnly);
     const caPem = pooler.caPem;
     const quic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions => ({
@@ -157,7 +159,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       rttSamples.push(performance.now() - t0);
     }
     await open.end();
-    const rttMs = median(rttSamples);
+    const rttMs = medianMs(rttSamples);
     log(`WAN emulator ${o.oneWayMs} ms each way; measured RTT (select 1 on an open TCP+TLS session) ${rttMs.toFixed(2)} ms`);
 
     // (b) first row of a new session.
@@ -214,8 +216,8 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         fastRuns.restartedEarly += agent.stats().earlyStartups;
       }, fastAgent);
     }
-    const rtts = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v) / rttMs])) as Record<FirstRowPath, number>;
-    const ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)])) as Record<FirstRowPath, number>;
+    const rtts = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, medianMs(v) / rttMs])) as Record<FirstRowPath, number>;
+    const ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, medianMs(v)])) as Record<FirstRowPath, number>;
 
     // (a) pgbench.
     let bench: Record<'connectPerTx' | 'plain', Record<'tcpTls' | 'agent', ReturnType<typeof parseSummary>>> | null = null;
@@ -224,7 +226,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     if (pgbench === null) {
       log('(a) skipped: pgbench is not installed');
     } else {
-      const direct: PgbenchTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
+      const direct: PgTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
       await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
       const c = new pg.Client({ host: info.host, port: info.port, ...scram });
       await c.connect();
@@ -232,12 +234,12 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         await c.query(`grant select, update on pgbench_accounts, pgbench_branches, pgbench_tellers to ${who}; grant insert on pgbench_history to ${who}`);
       }
       await c.end();
-      const tlsTarget: PgbenchTarget = { ...direct, host: '127.0.0.1', port: wanTcp.port };
+      const tlsTarget: PgTarget = { ...direct, host: '127.0.0.1', port: wanTcp.port };
       const args = (perTx: boolean): string[] => [...(perTx ? ['-C'] : []), '-S', '-c', String(o.clients), '-j', '2', '-T', String(o.seconds)];
       bench = { connectPerTx: {} as never, plain: {} as never };
       await withAgent(quic({ ...cert, maxConnections: 2 }), async (port, agent) => {
         await agent.sessions.warm();
-        const agentTarget: PgbenchTarget = { host: '127.0.0.1', port, user: info.trustUser, password: '', database: info.database };
+        const agentTarget: PgTarget = { host: '127.0.0.1', port, user: info.trustUser, password: '', database: info.database };
         for (const perTx of [true, false]) {
           const key = perTx ? 'connectPerTx' : 'plain';
           log(`(a) pgbench ${args(perTx).join(' ')}: TCP+TLS+SCRAM direct ...`);
@@ -249,7 +251,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       });
       await withAgent(quic({ ...cert, maxConnections: 2 }), async (port, agent) => {
         await agent.sessions.warm();
-        const fastTarget: PgbenchTarget = { host: stateDir, port, user: osUser, password: '', database: info.database };
+        const fastTarget: PgTarget = { host: stateDir, port, user: osUser, password: '', database: info.database };
         log(`(a) pgbench ${args(true).join(' ')}: through the agent with fast start (unix socket, peer check; QUIC, certificate authentication) ...`);
         fastBench = summary(await runPgbench(pgbench, fastTarget, args(true), (o.seconds + 60) * 1000));
         fastRuns.pgbench = agent.stats().fastStarts;
@@ -320,7 +322,6 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     out.push(`    clients: node-postgres; the agent in this process with ${footprint.agentQuic.maxConnections} QUIC connections x ${footprint.agentQuic.streamsPerConnection} streams allowed`);
     process.stdout.write(`${out.join('\n')}\n`);
     if (o.json) {
-      const r2 = (x: number): number => Math.round(x * 100) / 100;
       process.stdout.write(`${JSON.stringify({
         bench: 'connect',
         configuredOneWayMs: o.oneWayMs,

@@ -19,6 +19,7 @@ import type { PostgresServer, QueryRecord } from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
+import type { PgTarget } from '../stack/postgres.js';
 import { faultFigures } from './figures.js';
 import type { FaultFigures } from './figures.js';
 
@@ -49,11 +50,7 @@ export interface FaultsResult {
   readonly failover: Partial<Record<Target, FailoverFigures>>;
 }
 
-interface Login {
-  readonly user: string;
-  readonly password: string;
-  readonly database: string;
-}
+type Login = Pick<PgTarget, 'user' | 'password' | 'database'>;
 
 /** A pooler in front of `hosts`, and how a client session reaches it. */
 interface Entry {

@@ -1,5 +1,5 @@
 // bench:lan's reference forwarders, both kinds, as the bench runs them (forked from the built
-// lan.js): node-postgres through each reaches the fixture's Postgres and gets its answers whole,
+// quicpool-bench.js): node-postgres through each reaches the fixture's Postgres and gets its answers whole,
 // including one larger than a read buffer (the transport kind reuses its buffer between reads), and
 // stopping a forwarder ends its process.
 import pg from 'pg';
@@ -28,7 +28,7 @@ const alive = (pid: number): boolean => {
 
 describe.each<ForwarderKind>(['net', 'transport'])('the %s forwarder', (kind) => {
   it('carries sessions to Postgres and back, untouched', async () => {
-    const forwarder = await startNodeForwarder(built.lanScript, { host: fixture.host, port: fixture.port, kind });
+    const forwarder = await startNodeForwarder(built.script, { host: fixture.host, port: fixture.port, kind });
     try {
       const clients = Array.from({ length: 3 }, () => new pg.Client({ host: '127.0.0.1', port: forwarder.port, user: fixture.user, password: fixture.password, database: fixture.database }));
       await Promise.all(clients.map((c) => c.connect()));

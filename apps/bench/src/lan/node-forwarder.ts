@@ -6,15 +6,14 @@
 // - 'transport': @quicpool/transport's fast paths, as the pooler uses them: reads into a buffer
 //   of ours (`readInto`, no Readable, no 'data' event) and writes handed to the libuv handle
 //   (`writeChunk`, no Writable). What is left is Node's callback per read and the system calls.
-// The bench forks its own program with WORKER_FLAG; the worker prints "PORT <n>" once listening and
+// The bench forks its own program with NODE_FORWARDER_FLAG; the worker prints "PORT <n>" once listening and
 // ends with its stdin.
 import { once } from 'node:events';
 import net from 'node:net';
 import { dialTcp, listenTcp } from '@quicpool/transport';
 import type { ReadInto, SessionStream } from '@quicpool/transport';
+import { NODE_FORWARDER_FLAG } from '../commands/worker-flags.js';
 import { startWorkerProcess } from '../process/worker-process.js';
-
-export const WORKER_FLAG = '--node-forwarder-worker';
 
 export type ForwarderKind = 'net' | 'transport';
 
@@ -112,7 +111,7 @@ async function listenTransport(target: ForwarderTarget): Promise<number> {
 export async function startNodeForwarder(script: string, target: ForwarderTarget): Promise<RunningForwarder> {
   const w = await startWorkerProcess({
     name: `the Node forwarder (${target.kind})`,
-    args: [script, WORKER_FLAG, JSON.stringify(target)],
+    args: [script, NODE_FORWARDER_FLAG, JSON.stringify(target)],
     startTimeoutMs: 10_000,
     ready: (line) => {
       const m = /^PORT (\d+)$/.exec(line);

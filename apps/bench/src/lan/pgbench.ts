@@ -4,14 +4,7 @@ import { execFile } from 'node:child_process';
 import { createReadStream, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-
-export interface PgbenchTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  readonly password: string;
-  readonly database: string;
-}
+import type { PgTarget } from '../stack/postgres.js';
 
 export interface PgbenchResult {
   readonly tps: number;
@@ -25,7 +18,7 @@ export interface PgbenchResult {
 
 export { findPgbench } from '@quicpool/pg-fixture';
 
-export function runPgbench(bin: string, target: PgbenchTarget, args: readonly string[], timeoutMs: number, sslmode = 'disable'): Promise<string> {
+export function runPgbench(bin: string, target: PgTarget, args: readonly string[], timeoutMs: number, sslmode = 'disable'): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       bin,

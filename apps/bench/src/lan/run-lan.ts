@@ -2,14 +2,16 @@
 // its own process) and through PgBouncer when installed (transaction mode, same pool size).
 // Per target: tps, mean and p99 latency, the pooler's CPU µs per transaction, load average.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPostgres } from '@quicpool/pg-fixture';
-import { describeMachine, machineLine } from '../report/machine.js';
+import { describeMachine, load1, machineLine } from '../report/machine.js';
+import { median } from '../report/median.js';
+import { processSyscalls, readProcSample } from '../telemetry/proc.js';
 import { findPgbench, p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
-import type { PgbenchTarget } from './pgbench.js';
+import type { PgbenchResult } from './pgbench.js';
+import type { PgTarget } from '../stack/postgres.js';
 import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
-import { processCpuMicros, processSyscalls } from './proc-cpu.js';
 import { startDaemon } from '../stack/daemon.js';
 import { startNodeForwarder } from './node-forwarder.js';
 
@@ -43,16 +45,11 @@ export const SELECTABLE_TARGETS = ['direct', 'quicpoolTcp', 'pgbouncer', 'nodeFo
 /** The selectable targets, and the `--baseline` build's daemon. */
 export type TargetName = (typeof SELECTABLE_TARGETS)[number] | 'quicpoolBaseline';
 
-export interface TargetRow {
+export interface TargetRow extends Omit<PgbenchResult, 'output'> {
   readonly target: TargetName;
   /** quicpool's worker threads (null for the other targets). */
   readonly workers: number | null;
   readonly round: number;
-  readonly tps: number;
-  readonly transactions: number;
-  readonly failed: number;
-  readonly latencyMeanMs: number;
-  readonly latencyP99Ms: number | null;
   /** The pooler process's CPU per transaction (null for direct). */
   readonly cpuUsPerTx: number | null;
   /** Of which in user mode (the pooler's own code; the rest is the kernel's). */
@@ -65,7 +62,6 @@ export interface TargetRow {
   readonly loadAvg1mAfter: number;
 }
 
-const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
 export async function runLan(o: LanOptions): Promise<void> {
@@ -80,29 +76,29 @@ export async function runLan(o: LanOptions): Promise<void> {
   let pgbouncerVersion: string | null = null;
   try {
     const info = pg.info;
-    const direct: PgbenchTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
+    const direct: PgTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
     log(`pgbench -i -s 1 (direct) ...`);
     await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
     const base = ['-S', '-c', String(o.clients), '-j', String(o.jobs), ...(o.rate === null ? [] : ['-R', String(o.rate)])];
     let round = 1;
     const measure = async (target: TargetName, port: number, pid: number | null, workers: number | null = null): Promise<void> => {
-      const t: PgbenchTarget = { ...direct, port };
+      const t: PgTarget = { ...direct, port };
       if (o.warmupS > 0) await runPgbench(pgbench, t, [...base, '-T', String(o.warmupS)], (o.warmupS + 60) * 1000);
       log(`round ${round}/${o.rounds}: pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} -> ${target}${workers === null ? '' : ` (${workers} worker${workers === 1 ? '' : 's'})`} ...`);
       const prefix = `${target}${workers === null ? '' : `-w${workers}`}-r${round}`;
       const before = load1();
-      const cpu0 = pid === null ? null : processCpuMicros(pid);
+      const cpu0 = pid === null ? null : readProcSample(pid);
       // /proc/<pid>/io counts read()/write() only: Node's; PgBouncer's recv()/send() would show 0.
       const countIo = target !== 'direct' && target !== 'pgbouncer' && pid !== null;
       const io0 = countIo ? processSyscalls(pid) : null;
       const started = process.hrtime.bigint();
       const out = await runPgbench(pgbench, t, [...base, '-T', String(o.durationS), '-l', `--log-prefix=${join(logDir, prefix)}`], (o.durationS + 60) * 1000);
       const elapsedUs = Number(process.hrtime.bigint() - started) / 1000;
-      const cpu1 = pid === null ? null : processCpuMicros(pid);
+      const cpu1 = pid === null ? null : readProcSample(pid);
       const io1 = countIo ? processSyscalls(pid) : null;
       const s = parseSummary(out);
-      const cpuUs = cpu0 !== null && cpu1 !== null ? cpu1.total - cpu0.total : null;
-      const userUs = cpu0 !== null && cpu1 !== null ? cpu1.user - cpu0.user : null;
+      const cpuUs = cpu0 !== null && cpu1 !== null ? (cpu1.cpuMs - cpu0.cpuMs) * 1000 : null;
+      const userUs = cpu0 !== null && cpu1 !== null ? (cpu1.userMs - cpu0.userMs) * 1000 : null;
       rows.push({
         target,
         workers,
@@ -172,14 +168,6 @@ export async function runLan(o: LanOptions): Promise<void> {
     await pg.stop();
   }
   report(o, rows, machineLine(machine), pgbouncerVersion);
-}
-
-/** Median of the numbers that are there (null when none). */
-function median(xs: readonly (number | null)[]): number | null {
-  const v = xs.filter((x): x is number => x !== null && Number.isFinite(x)).sort((a, b) => a - b);
-  if (v.length === 0) return null;
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
 }
 
 function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbouncerVersion: string | null): void {

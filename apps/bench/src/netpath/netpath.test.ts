@@ -53,7 +53,7 @@ async function withPath<T>(path: PacketPath, body: (p: PacketPath) => Promise<T>
   }
 }
 
-// The bench as tsup bundles it (its own config, only the netpath program), placed where the
+// The bench as tsup bundles it (its own config: the one program and its chunks), placed where the
 // bench places its private copy of dist/bin when it runs (node_modules/.cache).
 let bundleDir: string | null = null;
 async function bundledNetpath(): Promise<string> {
@@ -63,11 +63,11 @@ async function bundledNetpath(): Promise<string> {
     const cache = join(benchDir, 'node_modules', '.cache');
     mkdirSync(cache, { recursive: true });
     const dir = mkdtempSync(join(cache, 'netpath-test-'));
-    const options: Options = { ...config, config: false, entry: [join(benchDir, 'src/bin/netpath.ts')], outDir: dir, clean: false, sourcemap: false, silent: true, tsconfig: join(benchDir, 'tsconfig.json') };
+    const options: Options = { ...config, config: false, entry: [join(benchDir, 'src/bin/quicpool-bench.ts')], outDir: dir, clean: false, sourcemap: false, silent: true, tsconfig: join(benchDir, 'tsconfig.json') };
     await build(options);
     bundleDir = dir;
   }
-  return join(bundleDir, 'netpath.js');
+  return join(bundleDir, 'quicpool-bench.js');
 }
 
 afterAll(() => {
@@ -76,7 +76,7 @@ afterAll(() => {
 
 describe('packet path: the built bench', () => {
   it('finds forwarder.c from its bundle', async () => {
-    const out = execFileSync(process.execPath, [await bundledNetpath(), '--where'], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, [await bundledNetpath(), 'netpath', '--where'], { encoding: 'utf8' });
     const where: unknown = JSON.parse(out.trim());
     expect(where).toMatchObject({ source: realpathSync(join(here, 'forwarder.c')), unavailable: reason });
   });
@@ -203,7 +203,7 @@ if (reason !== null) {
     });
 
     it('leaves nothing behind when the process that built it is SIGKILLed', async () => {
-      const child = spawn(process.execPath, [await bundledNetpath(), '--hold', '--delay-ms', '5'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [await bundledNetpath(), 'netpath', '--hold', '--delay-ms', '5'], { stdio: ['pipe', 'pipe', 'inherit'] });
       const exited = new Promise((r) => child.once('exit', r));
       let info: { pid: number; forwarderPid: number; watchdogPid: number } | null = null;
       let gone = false;

@@ -13,6 +13,9 @@ export interface MachineDescription {
   loadAverage1m: number;
 }
 
+/** The 1-minute load average now, to two decimals. */
+export const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
+
 export function describeMachine(): MachineDescription {
   const list = cpus();
   return {
@@ -22,7 +25,7 @@ export function describeMachine(): MachineDescription {
     node: process.version,
     kernel: `${osType()} ${release()}`,
     platform: `${process.platform}-${process.arch}`,
-    loadAverage1m: Number((loadavg()[0] ?? 0).toFixed(2)),
+    loadAverage1m: load1(),
   };
 }
 

@@ -22,11 +22,7 @@ export interface WrittenReport {
   readonly summary: Summary;
 }
 
-export interface Summary {
-  readonly createdAt: string;
-  readonly command: string;
-  readonly machine: MachineDescription;
-  readonly setup: SetupFacts;
+export interface Summary extends Omit<ReportData, 'results'> {
   /** Per scenario its figures (medians over the rounds), or null when it could not run. */
   readonly figures: Record<string, Record<string, unknown> | null>;
   readonly notAvailable: Record<string, string>;

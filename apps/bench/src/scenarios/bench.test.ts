@@ -8,6 +8,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '@quicpool/pg-fixture';
 import { pathNamespaces } from '../netpath/namespaces.js';
@@ -25,7 +26,7 @@ import type { ScenarioResult } from './types.js';
 const pg = inject('pg');
 const unavailable = packetPathUnavailableReason();
 const DELAY_MS = 5;
-let built: { script: string; wanScript: string; remove: () => void };
+let built: { script: string; remove: () => void };
 
 const options = (o: Partial<BenchOptions>): BenchOptions => ({
   quick: true,
@@ -57,17 +58,31 @@ async function bench(o: Partial<BenchOptions>): Promise<BenchOutcome> {
   const out = await mkdtemp(join(tmpdir(), 'bench-test-'));
   outDirs.push(out);
   const target = { host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database };
-  return runBench(options({ ...o, out }), { pg: target, script: built.script, wanScript: built.wanScript, log: () => undefined });
+  return runBench(options({ ...o, out }), { pg: target, script: built.script, log: () => undefined });
 }
 
 /** Processes still running one of our programs (the built bench, its daemon state, the forwarder). */
+/** This checkout (its daemon's path tells ours from another checkout's bench running on the same machine). */
+const checkout = fileURLToPath(new URL('../../../../', import.meta.url));
+
+/**
+ * A candidate is another run's when it names another process's path (qpwc-<pid>-: the forwarder
+ * and the watchdog) or is the daemon of another checkout; anything else counts as ours.
+ */
+function ofThisRun(cmd: string): boolean {
+  const path = /qpwc-(\d+)-/.exec(cmd);
+  if (path !== null) return Number(path[1]) === process.pid;
+  return !cmd.includes('/apps/pooler/') || cmd.includes(checkout);
+}
+
 function leftoverProcesses(marker: string): string[] {
   return readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)
     .flatMap((pid) => {
       try {
         const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-        return cmd.includes(marker) || cmd.includes('quicpool-bench-') || cmd.includes('quicpool-netpath-') ? [`${pid}: ${cmd}`] : [];
+        const candidate = cmd.includes(marker) || cmd.includes('quicpool-bench-') || cmd.includes('quicpool-netpath-');
+        return candidate && ofThisRun(cmd) ? [`${pid}: ${cmd}`] : [];
       } catch {
         return [];
       }

@@ -37,7 +37,6 @@ export interface BenchOptions extends BenchSettings {
 export interface BenchIo {
   readonly pg: PgTarget;
   readonly script: string;
-  readonly wanScript: string;
   readonly log: (line: string) => void;
   readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
 }
@@ -103,7 +102,6 @@ export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutco
       postgresPid: await postmasterPid(io.pg),
       pathMode: mode,
       script: io.script,
-      wanScript: io.wanScript,
       stateDir: join(stateDir, 'daemon'),
       pgbouncer,
       congestionControl: o.congestionControl,

@@ -2,6 +2,7 @@
 // alternating order, so a slow drift of the shared machine hits all of them alike); every figure
 // is then the median over the rounds with its min and max, and a key figure whose rounds differ
 // by more than 15% of the median is flagged.
+import { median } from '../report/median.js';
 import { cpuNotes } from './cpu-notes.js';
 import type { BenchContext } from './run-variant.js';
 import { runVariant } from './run-variant.js';
@@ -11,13 +12,6 @@ import type { RoundStat, ScenarioPlan, ScenarioResult, VariantRun } from './type
 
 /** Rounds of a key figure may differ by this share of their median before the scenario is flagged. */
 export const UNSTABLE_SPREAD = 0.15;
-
-export function median(values: readonly number[]): number | null {
-  const v = [...values].sort((a, b) => a - b);
-  if (v.length === 0) return null;
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? (v[mid] ?? null) : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
-}
 
 export function roundStat(values: readonly (number | null)[]): RoundStat {
   const known = values.filter((v): v is number => v !== null && Number.isFinite(v));

@@ -2,12 +2,12 @@
 // PgBouncer, for the 'pgbouncer' route) behind it, the client process on the far side; each of the
 // client's rows gets the other processes' CPU of the same second (read here, from /proc); the
 // path's RTT and drops are read once the load is over. Everything started is stopped, whatever fails.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { BENCH_WORKER_FLAG } from '../commands/worker-flags.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
 import type { WorkerProcess } from '../process/worker-process.js';
-import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import { daemonCertificates, quicPortOf, startDaemon } from '../stack/daemon.js';
+import type { RunningDaemon } from '../stack/daemon.js';
 import { startPgbouncer } from '../stack/pgbouncer.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
@@ -15,11 +15,10 @@ import { NO_PATH, openPath } from '../stack/wan-path.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import type { CpuInterval } from '../telemetry/process-cpu.js';
 import { ProcessCpu } from '../telemetry/process-cpu.js';
+import { countProcFds } from '../telemetry/proc.js';
 import type { ChildConfig } from './variant-child.js';
 import type { ClientResult, ClientSpec, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
 
-/** The flag that turns the bench program into one of its workers: `--bench-worker variant <json>`. */
-export const WORKER_FLAG = '--bench-worker';
 /** Server connections per pool in every daemon the bench starts (as PgBouncer's default_pool_size). */
 export const POOL_SIZE = 20;
 
@@ -28,10 +27,8 @@ export interface BenchContext {
   /** The postmaster, whose processes' CPU is summed; null when Postgres is not on this machine. */
   readonly postgresPid: number | null;
   readonly pathMode: PathMode;
-  /** The bench program (dist/bin/bench.js): the client process runs it as a worker. */
+  /** The quicpool-bench program: the client process runs it as a worker, the fallback path as the relay. */
   readonly script: string;
-  /** The relay program (dist/bin/wan.js), for the fallback path. */
-  readonly wanScript: string;
   /** The daemon's state folder (certificate, ticket key), shared by every run. */
   readonly stateDir: string;
   /** The pgbouncer binary, for variants of the 'pgbouncer' route (null: not installed). */
@@ -46,25 +43,10 @@ export interface BenchContext {
   readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
 }
 
-/** The pooler process a variant's clients reach: the quicpool daemon or PgBouncer. */
-interface PoolerProcess {
-  readonly pid: number;
-  readonly tcpPort: number;
-  /** null: no QUIC listener (PgBouncer). */
-  readonly quicPort: number | null;
-  /** The CA of its TLS certificate (server name `localhost`). */
-  readonly caPem: string;
-}
+/** The pooler process a variant's clients reach: the quicpool daemon or PgBouncer (quicPort null). */
+type PoolerProcess = Pick<RunningDaemon, 'pid' | 'tcpPort' | 'quicPort' | 'caPem'>;
 
 const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
-
-function fdsOf(pid: number): number | null {
-  try {
-    return readdirSync(`/proc/${pid}/fd`).length;
-  } catch {
-    return null;
-  }
-}
 
 const perQuery = (ms: number | null, processed: number): number | null => (ms === null || processed === 0 ? null : Math.round((ms * 10_000) / processed) / 10);
 const ms = (v: number | null): number | null => (v === null ? null : Math.round(v));
@@ -104,7 +86,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
     load: plan.load,
     target: { ...endpoint, caPem: pooler?.caPem ?? null, serverName: 'localhost', user: pg.user, password: pg.password, database: pg.database, congestionControl: ctx.congestionControl },
   };
-  const { command, args } = path.clientCommand([ctx.script, WORKER_FLAG, 'variant', JSON.stringify(config)]);
+  const { command, args } = path.clientCommand([ctx.script, BENCH_WORKER_FLAG, 'variant', JSON.stringify(config)]);
   const rows: PhasedRow[] = [];
   let cpu: ProcessCpu | null = null;
   let result: ClientResult | null = null;
@@ -134,7 +116,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
     },
   });
   try {
-    const poolerFds = pooler === null ? null : fdsOf(pooler.pid);
+    const poolerFds = pooler === null ? null : countProcFds(pooler.pid);
     const limit = loadLimitMs(plan);
     let timer: NodeJS.Timeout | undefined;
     const code = await Promise.race([child.exited, new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), limit)))]);
@@ -150,7 +132,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
 
 export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number): Promise<VariantRun> {
   const wan = plan.wan;
-  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.wanScript);
+  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.script);
   try {
     let pooler: (PoolerProcess & { stop(): Promise<void> }) | null = null;
     let run: Awaited<ReturnType<typeof runClient>>;
@@ -198,15 +180,7 @@ async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: 
       if (ctx.pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (apt-get install pgbouncer)');
       // The daemon's development certificate (the quicpool variants before it created it), so
       // the clients verify both poolers against the same CA.
-      const certs = join(ctx.stateDir, 'certs');
-      const read = (file: string): string => {
-        try {
-          return readFileSync(join(certs, file), 'utf8');
-        } catch {
-          throw new Error(`the pgbouncer variant needs the daemon's certificate in ${certs} (a quicpool variant runs before it)`);
-        }
-      };
-      const caPem = read('ca.pem');
+      const { caPem, certPem, keyPem } = daemonCertificates(ctx.stateDir);
       const pb = await startPgbouncer(ctx.pgbouncer, {
         serverHost: ctx.pg.host,
         serverPort: ctx.pg.port,
@@ -214,7 +188,7 @@ async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: 
         password: ctx.pg.password,
         poolSize: POOL_SIZE,
         listenHost,
-        clientTls: { certPem: read('server.pem'), keyPem: read('server.key') },
+        clientTls: { certPem, keyPem },
       });
       return { pid: pb.pid, tcpPort: pb.port, quicPort: null, caPem, stop: () => pb.stop() };
     }

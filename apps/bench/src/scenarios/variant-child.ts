@@ -3,12 +3,12 @@
 // stdout, one JSON object a line: {"ready":...} once the sessions are open, {"row":...} every
 // second, {"result":...} at the end. The bench's parent process reads them and adds the other
 // processes' CPU to each row. On the packet path it runs inside the client's network namespace.
-import { readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { runClosedLoop } from '../load/closed-loop.js';
 import { runOpenLoop } from '../load/open-loop.js';
 import { offeredTotal } from '../load/schedule.js';
 import type { Histogram } from '../telemetry/histogram.js';
+import { countProcFds } from '../telemetry/proc.js';
 import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
 import type { BuiltClient, ClientTarget } from './clients.js';
 import { buildClient } from './clients.js';
@@ -27,14 +27,6 @@ const say = (message: ChildMessage): void => void process.stdout.write(`${JSON.s
 
 export function latencySummary(h: Histogram): LatencySummary {
   return { meanUs: Math.round(h.mean), p50Us: h.percentile(50), p90Us: h.percentile(90), p99Us: h.percentile(99), p999Us: h.percentile(99.9), maxUs: h.max };
-}
-
-function openFds(): number | null {
-  try {
-    return readdirSync('/proc/self/fd').length;
-  } catch {
-    return null;
-  }
 }
 
 /** Rows of one phase, sent as they are sampled. */
@@ -92,7 +84,7 @@ export async function runVariantChild(config: ChildConfig): Promise<void> {
     const t0 = performance.now();
     await client.open();
     const openMs = performance.now() - t0;
-    const fds = openFds();
+    const fds = countProcFds('self');
     say({ ready: { openMs } });
     const { recorder, offered } = await runLoad(client, config.load);
     const totals = recorder.totals();

@@ -1,5 +1,6 @@
-// Command-line options of `pnpm bench:soak`.
-import { parseArgs } from 'node:util';
+// Command-line options of `quicpool-bench soak` (`pnpm bench:soak`): the table and what it means.
+import { JSON_OPTION, numberOption } from '../command-line.js';
+import type { Values } from '../command-line.js';
 
 export interface SoakOptions {
   /** How long the load runs. */
@@ -22,39 +23,28 @@ export interface SoakOptions {
   readonly poolSize: number;
 }
 
-export const SOAK_USAGE = `pnpm bench:soak [--minutes 30] [--json] [--tcp 8] [--quic 8] [--delay 5] [--loss 0]
-                [--fault-every 15] [--sample 5] [--pool-size 12]`;
+export const SOAK_OPTIONS = {
+  minutes: { type: 'string', default: '30' },
+  ...JSON_OPTION,
+  tcp: { type: 'string', default: '8' },
+  quic: { type: 'string', default: '8' },
+  delay: { type: 'string', default: '5' },
+  loss: { type: 'string', default: '0' },
+  'fault-every': { type: 'string', default: '15' },
+  sample: { type: 'string', default: '5' },
+  'pool-size': { type: 'string', default: '12' },
+} as const;
 
-function num(value: string | undefined, name: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max) throw new RangeError(`--${name} must be a number in [${min}, ${max}] (got ${value})`);
-  return n;
-}
-
-export function parseSoakOptions(argv: readonly string[]): SoakOptions {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: {
-      minutes: { type: 'string', default: '30' },
-      json: { type: 'boolean', default: false },
-      tcp: { type: 'string', default: '8' },
-      quic: { type: 'string', default: '8' },
-      delay: { type: 'string', default: '5' },
-      loss: { type: 'string', default: '0' },
-      'fault-every': { type: 'string', default: '15' },
-      sample: { type: 'string', default: '5' },
-      'pool-size': { type: 'string', default: '12' },
-    },
-  });
+export function soakOptionsOf(values: Values<typeof SOAK_OPTIONS>): SoakOptions {
   return {
-    minutes: num(values.minutes, 'minutes', 0.1, 24 * 60),
-    json: values.json ?? false,
-    tcpSessions: Math.round(num(values.tcp, 'tcp', 0, 1000)),
-    quicSessions: Math.round(num(values.quic, 'quic', 0, 1000)),
-    delayMs: num(values.delay, 'delay', 0, 1000),
-    loss: num(values.loss, 'loss', 0, 0.5),
-    faultEverySeconds: num(values['fault-every'], 'fault-every', 0, 3600),
-    sampleSeconds: num(values.sample, 'sample', 1, 600),
-    poolSize: Math.round(num(values['pool-size'], 'pool-size', 1, 200)),
+    minutes: numberOption('minutes', values.minutes, 0.1, 24 * 60),
+    json: values.json,
+    tcpSessions: Math.round(numberOption('tcp', values.tcp, 0, 1000)),
+    quicSessions: Math.round(numberOption('quic', values.quic, 0, 1000)),
+    delayMs: numberOption('delay', values.delay, 0, 1000),
+    loss: numberOption('loss', values.loss, 0, 0.5),
+    faultEverySeconds: numberOption('fault-every', values['fault-every'], 0, 3600),
+    sampleSeconds: numberOption('sample', values.sample, 1, 600),
+    poolSize: Math.round(numberOption('pool-size', values['pool-size'], 1, 200)),
   };
 }

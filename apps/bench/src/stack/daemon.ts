@@ -148,8 +148,21 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
     // SIGTERM drains (up to shutdown.drain_timeout_ms); the benchmark's clients have gone by then.
     stopSignal: 'SIGTERM',
   });
-  const caPem = readFileSync(join(o.stateDir, 'certs', 'ca.pem'), 'utf8');
+  const { caPem } = daemonCertificates(o.stateDir);
   return { pid: daemon.pid, ...daemon.ready, caPem, configFile, stop: () => daemon.stop() };
+}
+
+/** The development CA, certificate and key the daemon writes into its state folder at its first start. */
+export function daemonCertificates(stateDir: string): { caPem: string; certPem: string; keyPem: string } {
+  const certs = join(stateDir, 'certs');
+  const read = (file: string): string => {
+    try {
+      return readFileSync(join(certs, file), 'utf8');
+    } catch {
+      throw new Error(`no development certificate of the daemon in ${certs} (it writes one at its first start)`);
+    }
+  };
+  return { caPem: read('ca.pem'), certPem: read('server.pem'), keyPem: read('server.key') };
 }
 
 /** The daemon's QUIC port, for callers that started it with QUIC on (the default). */

@@ -1,4 +1,4 @@
-// The user-space relay (apps/bench/src/wan, as its program dist/bin/wan.js) in its own process,
+// The user-space relay (apps/bench/src/wan, as `quicpool-bench wan`) in its own process,
 // so its sockets, buffers and CPU do not count as the client's. It is the fallback WAN where the
 // packet path cannot be built (no root, no TUN): it terminates TCP on both sides, so TCP's own
 // loss recovery never sees the delay. One per protocol: the pooler's TCP and QUIC ports differ.
@@ -14,10 +14,10 @@ export interface RunningRelay {
   stop(): Promise<void>;
 }
 
-export async function startRelay(wanScript: string, target: { host: string; port: number }, protocol: WanProtocol, oneWayMs: number): Promise<RunningRelay> {
+export async function startRelay(program: string, target: { host: string; port: number }, protocol: WanProtocol, oneWayMs: number): Promise<RunningRelay> {
   const w = await startWorkerProcess({
     name: 'the WAN relay',
-    args: [wanScript, '--target', `${target.host}:${target.port}`, '--delay', String(oneWayMs), '--protocol', protocol, '--watch-stdin'],
+    args: [program, 'wan', '--target', `${target.host}:${target.port}`, '--delay', String(oneWayMs), '--protocol', protocol, '--watch-stdin'],
     startTimeoutMs: 15_000,
     stderr: 'capture',
     ready: (line) => {

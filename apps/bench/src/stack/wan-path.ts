@@ -76,7 +76,7 @@ async function packetPath(spec: WanSpec): Promise<VariantPath> {
   };
 }
 
-function relayPath(spec: WanSpec, wanScript: string): VariantPath {
+function relayPath(spec: WanSpec, program: string): VariantPath {
   if (spec.lossRate > 0) throw new Error('the relay cannot drop TCP segments: loss needs the packet path');
   let relay: RunningRelay | null = null;
   return {
@@ -84,7 +84,7 @@ function relayPath(spec: WanSpec, wanScript: string): VariantPath {
     serverHost: '127.0.0.1',
     clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
     endpoint: async (protocol, port) => {
-      relay ??= await startRelay(wanScript, { host: '127.0.0.1', port }, protocol, spec.delayMs);
+      relay ??= await startRelay(program, { host: '127.0.0.1', port }, protocol, spec.delayMs);
       return { host: relay.host, port: relay.port };
     },
     forwarderPid: () => relay?.pid ?? null,
@@ -104,8 +104,8 @@ function relayPath(spec: WanSpec, wanScript: string): VariantPath {
   };
 }
 
-export async function openPath(mode: PathMode, spec: WanSpec, wanScript: string): Promise<VariantPath> {
-  return mode === 'packet' ? packetPath(spec) : relayPath(spec, wanScript);
+export async function openPath(mode: PathMode, spec: WanSpec, program: string): Promise<VariantPath> {
+  return mode === 'packet' ? packetPath(spec) : relayPath(spec, program);
 }
 
 /** No path at all: the client talks to Postgres on the host directly. */

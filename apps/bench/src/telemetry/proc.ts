@@ -80,11 +80,32 @@ export function readProcSample(pid: number): ProcSample | null {
   }
 }
 
+/** Read and write syscalls `pid` has made so far (/proc/<pid>/io), or null when not readable. */
+export function processSyscalls(pid: number): { reads: number; writes: number } | null {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const reads = Number(/syscr: (\d+)/.exec(io)?.[1]);
+    const writes = Number(/syscw: (\d+)/.exec(io)?.[1]);
+    return Number.isFinite(reads) && Number.isFinite(writes) ? { reads, writes } : null;
+  } catch {
+    return null;
+  }
+}
+
 export interface ProcFds {
   /** Open file descriptors (entries of /proc/<pid>/fd). */
   readonly fds: number;
   /** Of which sockets (TCP, UDP, unix: links named `socket:[inode]`). */
   readonly sockets: number;
+}
+
+/** How many file descriptors `pid` (or this process: 'self') has open, or null when unreadable; cheap (no readlink). */
+export function countProcFds(pid: number | 'self'): number | null {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return null;
+  }
 }
 
 /** How many of these /proc/<pid>/fd link targets are sockets. */

@@ -7,6 +7,8 @@ import { performance } from 'node:perf_hooks';
 import type { SessionStream } from '@quicpool/transport';
 import { QuicDialer, QuicListener, QuicTicketStore, generateDevCertificates } from '@quicpool/transport';
 import { startWanEmulator } from '../wan/emulator.js';
+import { echo } from './ping-stream.js';
+import { round2 } from '../report/round.js';
 
 export interface FirstResponseResult {
   configuredOneWayMs: number;
@@ -76,8 +78,7 @@ export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<F
   const listener = await QuicListener.listen({ cert: certs.certPem, key: certs.keyPem, host: '127.0.0.1', port: 0 });
   listener.onSession((stream) => {
     earlyData.push(stream.info.quic?.earlyData === true);
-    stream.on('error', () => {});
-    stream.on('data', (data: Buffer) => stream.write(data));
+    echo(stream);
   });
   const wan = await startWanEmulator({
     targetHost: '127.0.0.1',
@@ -93,7 +94,6 @@ export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<F
     const rtt = median(results.map((r) => r.rttMs));
     const fullMs = median(results.map((r) => r.fullMs));
     const zeroRttMs = median(results.map((r) => r.zeroRttMs));
-    const round2 = (x: number): number => Math.round(x * 100) / 100;
     return {
       configuredOneWayMs: oneWayMs,
       trials,

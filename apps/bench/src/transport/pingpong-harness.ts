@@ -1,12 +1,11 @@
 // The parent side of a ping-pong benchmark: forks a server worker and a client worker (the same
-// bench program, started with WORKER_FLAG), lets the client warm up, then measures one window:
+// bench program, started with PINGPONG_FLAG), lets the client warm up, then measures one window:
 // round trips counted by the client, CPU and RSS reported by each side for that window.
-import type { ChildProcess } from 'node:child_process';
-import { fork } from 'node:child_process';
-import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { FromWorker, PingPongConfig, ToWorker, WindowReport } from './pingpong-worker.js';
-import { WORKER_FLAG } from './pingpong-worker.js';
+import { PINGPONG_FLAG } from '../commands/worker-flags.js';
+import { IpcChild } from '../process/ipc-child.js';
+import { round1 } from '../report/round.js';
 
 export interface PingPongResult {
   label: string;
@@ -25,7 +24,7 @@ export interface PingPongResult {
 
 export interface HarnessOptions {
   label: string;
-  /** The built bench program to fork (it must call runPingPongWorker when given WORKER_FLAG). */
+  /** The built bench program to fork (it must call runPingPongWorker when given PINGPONG_FLAG). */
   workerScript: string;
   serverRole: string;
   clientRole: string;
@@ -34,47 +33,12 @@ export interface HarnessOptions {
   warmupMs: number;
 }
 
-class Worker {
-  private readonly child: ChildProcess;
-  constructor(script: string, name: string) {
-    // BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the workers.
-    const execArgv = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
-    this.child = fork(script, [WORKER_FLAG, name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
-  }
-
-  request<K extends FromWorker['t']>(message: ToWorker, want: K): Promise<Extract<FromWorker, { t: K }>> {
-    return new Promise((resolve, reject) => {
-      const onMessage = (reply: FromWorker): void => {
-        if (reply.t === 'failed') finish(() => reject(new Error(`worker failed: ${reply.message}`)));
-        else if (reply.t === want) finish(() => resolve(reply as Extract<FromWorker, { t: K }>));
-      };
-      const onExit = (code: number | null): void => finish(() => reject(new Error(`worker exited (${code}) waiting for ${want}`)));
-      const finish = (settle: () => void): void => {
-        this.child.off('message', onMessage);
-        this.child.off('exit', onExit);
-        settle();
-      };
-      this.child.on('message', onMessage);
-      this.child.once('exit', onExit);
-      this.child.send(message);
-    });
-  }
-
-  async exit(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = once(this.child, 'exit');
-    if (this.child.connected) this.child.send({ t: 'exit' } satisfies ToWorker);
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
 const MB = 1024 * 1024;
 
 export async function runForkedPingPong(options: HarnessOptions): Promise<PingPongResult> {
-  const server = new Worker(options.workerScript, options.serverRole);
-  const client = new Worker(options.workerScript, options.clientRole);
+  const worker = (role: string): IpcChild<ToWorker, FromWorker> => new IpcChild(options.workerScript, [PINGPONG_FLAG, role], []);
+  const server = worker(options.serverRole);
+  const client = worker(options.clientRole);
   try {
     const { port } = await server.request({ t: 'init', role: options.serverRole, config: options.config }, 'ready');
     await client.request({ t: 'init', role: options.clientRole, config: { ...options.config, port } }, 'ready');
@@ -106,5 +70,3 @@ export async function runForkedPingPong(options: HarnessOptions): Promise<PingPo
     await Promise.all([client.exit(), server.exit()]);
   }
 }
-
-const round1 = (x: number): number => Math.round(x * 10) / 10;

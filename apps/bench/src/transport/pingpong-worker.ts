@@ -4,9 +4,6 @@
 
 import dgram from 'node:dgram';
 
-/** argv flag that makes a bench program run as a ping-pong worker instead of its main(). */
-export const WORKER_FLAG = '--pingpong-worker';
-
 export interface PingPongConfig {
   /** Client: connections (TCP: sockets) and streams per connection (1 for TCP). */
   connections: number;

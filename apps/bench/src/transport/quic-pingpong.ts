@@ -1,11 +1,12 @@
 // 200-byte request/response ping-pong over the lean QUIC endpoint, client and server in separate
 // processes so each side's CPU is its own. The parent is the client; the server is a forked
 // child that answers every byte it receives (an echo) and reports its CPU and counters over IPC.
-import { fork } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { generateDevCertificates, QuicDialer, QuicListener } from '@quicpool/transport';
 import type { SessionStream, UdpIoKind } from '@quicpool/transport';
+import { QUIC_SERVER_FLAG } from '../commands/worker-flags.js';
+import { IpcChild } from '../process/ipc-child.js';
+import { round1, round2 } from '../report/round.js';
+import { echo, keepBusy } from './ping-stream.js';
 
 export interface QuicPingPongOptions {
   connections: number;
@@ -14,7 +15,7 @@ export interface QuicPingPongOptions {
   durationMs?: number;
   warmupMs?: number;
   payloadBytes?: number;
-  /** Script to fork as the server: it must call `runQuicPingPongServerChild()` when started with SERVER_FLAG. */
+  /** Script to fork as the server: it must call `runQuicPingPongServerChild()` when started with QUIC_SERVER_FLAG. */
   serverScript: string;
   /** The UDP I/O path of both endpoints (the native batched module or node:dgram). */
   udpIo: UdpIoKind;
@@ -41,7 +42,6 @@ export interface QuicPingPongResult {
   serverRssMb: number;
 }
 
-export const SERVER_FLAG = '--quic-pingpong-server';
 
 type ToChild = { t: 'listen'; cert: string; key: string; udpIo: UdpIoKind } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
 type FromChild =
@@ -64,8 +64,7 @@ export function runQuicPingPongServerChild(): void {
         void QuicListener.listen({ cert: m.cert, key: m.key, maxStreamsPerConnection: 1000, udpIo: m.udpIo }).then((l) => {
           listener = l;
           l.onSession((s: SessionStream) => {
-            s.on('error', () => {});
-            s.on('data', (d: Buffer) => s.write(d));
+            echo(s);
             s.on('end', () => s.end());
           });
           send({ t: 'listening', port: l.address().port });
@@ -103,37 +102,16 @@ export function runQuicPingPongServerChild(): void {
   });
 }
 
-function request(child: ChildProcess, m: ToChild, want: FromChild['t']): Promise<FromChild> {
-  return new Promise((resolve, reject) => {
-    const onMsg = (r: FromChild): void => {
-      if (r.t !== want) return;
-      child.off('message', onMsg);
-      child.off('exit', onExit);
-      resolve(r);
-    };
-    const onExit = (code: number | null): void => reject(new Error(`server child exited (${code})`));
-    child.on('message', onMsg);
-    child.once('exit', onExit);
-    child.send(m);
-  });
-}
-
 export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPingPongResult> {
   const durationMs = opts.durationMs ?? 3000;
   const warmupMs = opts.warmupMs ?? 1000;
   const size = opts.payloadBytes ?? 200;
   const certs = await generateDevCertificates({ names: ['localhost'] });
-  // BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the server child;
-  // without it the child inherits this process's execArgv, as fork() does by default.
-  const workerArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter((a) => a !== '');
-  const child = fork(opts.serverScript, [SERVER_FLAG], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    ...(workerArgs !== undefined ? { execArgv: workerArgs } : {}),
-  });
+  // The server child inherits this process's Node flags (unless BENCH_WORKER_NODE_ARGS is set).
+  const child = new IpcChild<ToChild, FromChild>(opts.serverScript, [QUIC_SERVER_FLAG]);
   const dialer = { current: null as QuicDialer | null };
   try {
-    const l = await request(child, { t: 'listen', cert: certs.certPem, key: certs.keyPem, udpIo: opts.udpIo }, 'listening');
-    if (l.t !== 'listening') throw new Error('unexpected reply');
+    const l = await child.request({ t: 'listen', cert: certs.certPem, key: certs.keyPem, udpIo: opts.udpIo }, 'listening');
     const d = new QuicDialer({
       host: '127.0.0.1', port: l.port, serverName: 'localhost', ca: certs.caPem, connections: opts.connections, udpIo: opts.udpIo,
     });
@@ -147,28 +125,14 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
     let roundTrips = 0;
     const lat = new Float64Array(2_000_000);
     let nLat = 0;
-    for (const s of streams) {
-      let got = 0;
-      let sentAt = performance.now();
-      s.on('error', () => {});
-      s.on('data', (chunk: Buffer) => {
-        got += chunk.length;
-        while (got >= size) {
-          got -= size;
-          const now = performance.now();
-          if (counting) {
-            roundTrips++;
-            if (nLat < lat.length) lat[nLat++] = now - sentAt;
-          }
-          if (!running) return;
-          sentAt = now;
-          s.write(payload);
-        }
-      });
-      s.write(payload);
-    }
+    const onRoundTrip = (ms: number): void => {
+      if (!counting) return;
+      roundTrips++;
+      if (nLat < lat.length) lat[nLat++] = ms;
+    };
+    for (const s of streams) keepBusy(s, payload, onRoundTrip, () => running);
     await new Promise((r) => setTimeout(r, warmupMs));
-    await request(child, { t: 'start' }, 'started');
+    await child.request({ t: 'start' }, 'started');
     const st0 = await d.stats();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -179,8 +143,7 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
     const cpu = process.cpuUsage(cpu0);
     const st1 = await d.stats();
     const rtsCounted = roundTrips;
-    const srv = await request(child, { t: 'stop' }, 'stopped');
-    if (srv.t !== 'stopped') throw new Error('unexpected reply');
+    const srv = await child.request({ t: 'stop' }, 'stopped');
     if (st1.io !== opts.udpIo || srv.io !== opts.udpIo) throw new Error(`asked for ${opts.udpIo} UDP I/O, the endpoints used ${st1.io}/${srv.io}`);
     running = false;
     const clientRss = process.memoryUsage().rss;
@@ -208,13 +171,6 @@ export async function runQuicPingPong(opts: QuicPingPongOptions): Promise<QuicPi
     };
   } finally {
     await dialer.current?.close({ graceful: false });
-    if (child.exitCode === null) {
-      child.send({ t: 'exit' } satisfies ToChild);
-      await Promise.race([once(child, 'exit'), new Promise((r) => setTimeout(r, 2000))]);
-      if (child.exitCode === null) child.kill();
-    }
+    await child.exit();
   }
 }
-
-const round1 = (x: number): number => Math.round(x * 10) / 10;
-const round2 = (x: number): number => Math.round(x * 100) / 100;

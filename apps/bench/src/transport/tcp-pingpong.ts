@@ -6,6 +6,7 @@ import { dialTcp, listenTcp } from '@quicpool/transport';
 import type { PingPongResult } from './pingpong-harness.js';
 import { runForkedPingPong } from './pingpong-harness.js';
 import type { ClientRole, PingPongConfig, RoleFactory, ServerRole } from './pingpong-worker.js';
+import { echo, keepBusy } from './ping-stream.js';
 
 export interface TcpPingPongOptions {
   sockets: number;
@@ -13,7 +14,7 @@ export interface TcpPingPongOptions {
   /** Request and response size in bytes. Default 200. */
   payload?: number;
   warmupMs?: number;
-  /** The built bench program that dispatches WORKER_FLAG (default: the running program). */
+  /** The built bench program that dispatches PINGPONG_FLAG (default: the running program). */
   workerScript?: string;
 }
 
@@ -32,10 +33,7 @@ export async function runTcpPingPong(options: TcpPingPongOptions): Promise<PingP
 async function tcpServer(): Promise<ServerRole> {
   // A deep backlog: 2000 clients connect at once.
   const listener = await listenTcp({ host: '127.0.0.1', port: 0, backlog: 4096 });
-  listener.onSession((stream) => {
-    stream.on('error', () => {});
-    stream.on('data', (data: Buffer) => stream.write(data));
-  });
+  listener.onSession(echo);
   return { port: listener.address().port, close: () => listener.close() };
 }
 
@@ -51,24 +49,7 @@ async function tcpClient(config: PingPongConfig, onRoundTrip: (ms: number) => vo
     opened += batch;
   }
   let running = true;
-  for (const stream of streams) {
-    let received = 0;
-    let sentAt = performance.now();
-    stream.on('error', () => {});
-    stream.on('data', (chunk: Buffer) => {
-      received += chunk.length;
-      // TCP may split or merge responses: a round trip is complete at every `size` bytes.
-      while (received >= size) {
-        received -= size;
-        const now = performance.now();
-        onRoundTrip(now - sentAt);
-        if (!running) return;
-        sentAt = now;
-        stream.write(payload);
-      }
-    });
-    stream.write(payload);
-  }
+  for (const stream of streams) keepBusy(stream, payload, onRoundTrip, () => running);
   return {
     close: async () => {
       running = false;

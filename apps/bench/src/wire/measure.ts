@@ -1,4 +1,5 @@
 /** Timing helpers for the wire benchmark: interleaved rounds, medians. */
+import { median } from '../report/median.js';
 
 export interface Contender {
   readonly name: string;
@@ -11,12 +12,6 @@ export interface Result {
   readonly messagesPerSecond: number;
   readonly megabytesPerSecond: number;
   readonly messagesPerPass: number;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 /**
@@ -47,7 +42,7 @@ export function measure(
     }
   }
   return contenders.map((c, i) => {
-    const passesPerSecond = median(rates[i]!);
+    const passesPerSecond = median(rates[i]!) ?? Number.NaN;
     return {
       name: c.name,
       messagesPerPass: counts[i]!,

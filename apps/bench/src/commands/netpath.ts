@@ -1,44 +1,33 @@
-// The packet-level WAN path on its own: builds one, measures the RTT it gives with UDP round
-// trips, then the forwarder's CPU per packet under a light load, and removes it again.
-//   pnpm bench:netpath [--delay-ms 15] [--probes 200] [--load-pps 4000] [--json]
-// The RTT is reported twice: as Node's UDP endpoints see it (what the bench's processes get) and
-// as the forwarder's own clock sees it (the path alone: time in forwarder, both directions).
+// `quicpool-bench netpath` (`pnpm bench:netpath`): the packet-level WAN path on its own: builds
+// one, measures the RTT it gives with UDP round trips, then the forwarder's CPU per packet under a
+// light load, and removes it again. The RTT is reported twice: as Node's UDP endpoints see it (what
+// the bench's processes get) and as the forwarder's own clock sees it (the path alone).
 // Two more modes, used by its tests:
 //   --where   prints {"source": <forwarder.c as found from this file>, "unavailable": <reason or null>}
 //   --hold    builds a path, prints {"ready":true,...names and pids...} and keeps it until SIGTERM,
 //             SIGINT or EOF on stdin (the test SIGKILLs it to check the watchdog's cleanup)
-import { parseCommandLine } from '../command-line.js';
+import { choiceOption, defineCommand, JSON_OPTION, numberOption } from '../command-line.js';
+import type { Values } from '../command-line.js';
 import { forwarderSourcePath } from '../netpath/build.js';
 import type { ForwarderStats } from '../netpath/forwarder-process.js';
 import type { PacketPath } from '../netpath/netpath.js';
 import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
 import type { UdpProbeResult } from '../netpath/udp-probe.js';
 
-const { values } = parseCommandLine('pnpm bench:netpath', {
-  options: {
-    'delay-ms': { type: 'string', default: '15' },
-    'delay-down-ms': { type: 'string' },
-    loss: { type: 'string', default: '0' },
-    cc: { type: 'string', default: 'bbr' },
-    'realtime-priority': { type: 'string', default: '10' },
-    probes: { type: 'string', default: '200' },
-    'probe-rate': { type: 'string', default: '100' },
-    'load-pps': { type: 'string', default: '4000' },
-    'load-seconds': { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-    where: { type: 'boolean', default: false },
-    hold: { type: 'boolean', default: false },
-  },
-});
-
-function numberOption(name: string, value: string | undefined): number {
-  const n = Number(value);
-  if (value === undefined || !Number.isFinite(n) || n < 0) {
-    process.stderr.write(`--${name} wants a non-negative number\n`);
-    process.exit(2);
-  }
-  return n;
-}
+const OPTIONS = {
+  'delay-ms': { type: 'string', default: '15' },
+  'delay-down-ms': { type: 'string' },
+  loss: { type: 'string', default: '0' },
+  cc: { type: 'string', default: 'bbr' },
+  'realtime-priority': { type: 'string', default: '10' },
+  probes: { type: 'string', default: '200' },
+  'probe-rate': { type: 'string', default: '100' },
+  'load-pps': { type: 'string', default: '4000' },
+  'load-seconds': { type: 'string', default: '3' },
+  ...JSON_OPTION,
+  where: { type: 'boolean', default: false },
+  hold: { type: 'boolean', default: false },
+} as const;
 
 const ms = (v: number): string => v.toFixed(2);
 
@@ -54,7 +43,7 @@ function packets(s: ForwarderStats): number {
   return s.up.packets + s.down.packets + s.up.randomDrops + s.down.randomDrops + s.up.queueDrops + s.down.queueDrops;
 }
 
-async function hold(): Promise<void> {
+async function hold(values: Values<typeof OPTIONS>): Promise<null> {
   const path = await createPacketPath({ delayMs: numberOption('delay-ms', values['delay-ms']) });
   const { clientNs, serverNs, forwarderPid, watchdogPid } = path;
   process.stdout.write(`${JSON.stringify({ ready: true, pid: process.pid, clientNs, serverNs, forwarderPid, watchdogPid })}\n`);
@@ -65,13 +54,14 @@ async function hold(): Promise<void> {
   process.once('SIGINT', stop);
   process.stdin.once('end', stop);
   process.stdin.resume();
+  return null;
 }
 
-async function measure(): Promise<void> {
+async function measure(values: Values<typeof OPTIONS>): Promise<number> {
   const up = numberOption('delay-ms', values['delay-ms']);
   const down = values['delay-down-ms'] === undefined ? up : numberOption('delay-down-ms', values['delay-down-ms']);
-  const cc = values.cc;
-  if (cc !== 'bbr' && cc !== 'reno' && cc !== 'cubic') throw new Error('--cc must be cubic, bbr or reno (set per route on both sides)');
+  // Set per route on both sides.
+  const cc = choiceOption('cc', values.cc, ['cubic', 'bbr', 'reno'] as const);
   const loadPps = numberOption('load-pps', values['load-pps']);
   const loadSeconds = numberOption('load-seconds', values['load-seconds']);
   const path: PacketPath = await createPacketPath({
@@ -116,15 +106,21 @@ async function measure(): Promise<void> {
   } finally {
     await path.close();
   }
+  return 0;
 }
 
-if (values.where === true) {
-  process.stdout.write(`${JSON.stringify({ source: forwarderSourcePath(), unavailable: packetPathUnavailableReason() })}\n`);
-} else {
-  const reason = packetPathUnavailableReason();
-  if (reason !== null) {
-    process.stderr.write(`netpath: ${reason}\n`);
-    process.exit(1);
-  }
-  await (values.hold === true ? hold() : measure());
-}
+export const command = defineCommand({
+  options: OPTIONS,
+  async run({ values }) {
+    if (values.where === true) {
+      process.stdout.write(`${JSON.stringify({ source: forwarderSourcePath(), unavailable: packetPathUnavailableReason() })}\n`);
+      return 0;
+    }
+    const reason = packetPathUnavailableReason();
+    if (reason !== null) {
+      process.stderr.write(`netpath: ${reason}\n`);
+      return 1;
+    }
+    return values.hold === true ? hold(values) : measure(values);
+  },
+});

@@ -1,0 +1,110 @@
+// `quicpool-bench bench` (`pnpm bench`): does multiplexing beat TCP pooling for a client 30 ms
+// away? Runs the scenarios over the packet-level WAN path (as root; else the relay, and the report
+// says so), against the real quicpool daemon, R rounds each; prints a line per second and a
+// summary; writes bench-results/<timestamp>/ (CSVs, summary.json, report.html, report.png,
+// <scenario>.png). Each variant's client process is this program again (`--bench-worker variant`).
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { PostgresServer } from '@quicpool/pg-fixture';
+import { startPostgres } from '@quicpool/pg-fixture';
+import { defineCommand } from '../command-line.js';
+import { summaryLines, workerFigures, workerLines } from '../report/bench-terminal.js';
+import { machineLine, describeMachine } from '../report/machine.js';
+import { BENCH_OPTIONS, benchOptionsOf, workerCounts } from '../scenarios/bench-options.js';
+import { runBench } from '../scenarios/run-bench.js';
+import type { PhasedRow } from '../scenarios/types.js';
+import type { PgTarget } from '../stack/postgres.js';
+import { pgTargetOf } from '../stack/postgres.js';
+
+const say = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/** One line per second per run: redrawn on a terminal, plain lines in logs and CI. */
+function progressPrinter(tty: boolean): (scenario: string, variant: string, round: number, phased: PhasedRow) => void {
+  const seconds = new Map<string, number>();
+  return (scenario, variant, round, phased) => {
+    const key = `${scenario}/${variant} r${round}`;
+    const second = (seconds.get(key) ?? 0) + 1;
+    seconds.set(key, second);
+    const r = phased.row;
+    const mean = r.average_query_time_us === null ? '-' : (r.average_query_time_us / 1000).toFixed(1);
+    const line = `[${key}] ${phased.phase} ${second}s offered ${r.offered_per_sec}/s processed ${r.number_of_queries_processed}/s active ${r.active_number_of_queries} failed ${r.failed_number_of_queries} mean ${mean} ms pooler ${r.pooler_cpu_milliseconds ?? '-'} ms/s`;
+    process.stdout.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
+  };
+}
+
+/**
+ * The client processes (and the relay) run this program. A copy of its folder in a private one
+ * keeps a run safe from a rebuild of dist/ while it runs (tsup cleans the folder first); it sits
+ * under node_modules/.cache so that its imports resolve exactly as from dist/.
+ */
+function privateProgramCopy(program: string): { script: string; remove: () => void } {
+  const dir = dirname(program);
+  const cache = join(resolve(dir, '../..'), 'node_modules', '.cache');
+  mkdirSync(cache, { recursive: true });
+  const copy = mkdtempSync(join(cache, 'bench-run-'));
+  for (const file of readdirSync(dir)) if (file.endsWith('.js')) copyFileSync(join(dir, file), join(copy, file));
+  return { script: join(copy, basename(program)), remove: () => rmSync(copy, { recursive: true, force: true }) };
+}
+
+export const command = defineCommand({
+  options: BENCH_OPTIONS,
+  async run({ values, args, program }) {
+    const o = benchOptionsOf(values, args);
+    const counts = workerCounts(values.workers);
+    const tty = process.stdout.isTTY === true;
+    const startedAt = Date.now();
+    const stamp = (line: string): void => say(`${tty ? '\r\x1b[2K' : ''}[+${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`);
+    const progress = progressPrinter(tty);
+    const copy = privateProgramCopy(program);
+    let server: PostgresServer | null = null;
+    const stop = async (): Promise<void> => {
+      const s = server;
+      server = null;
+      await s?.stop();
+    };
+    process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
+    process.once('SIGTERM', () => void stop().finally(() => process.exit(143)));
+    try {
+      say(`quicpool bench${o.quick ? ' --quick' : ''}: ${o.scenarios.join(', ')}, ${o.rounds} round(s)`);
+      say(`machine: ${machineLine(describeMachine())}`);
+      let pg: PgTarget;
+      if (values.pg !== undefined) {
+        pg = pgTargetOf(values.pg);
+        say(`postgres: ${values.pg.replace(/:[^:@/]*@/, ':***@')}`);
+      } else {
+        server = await startPostgres({ settings: { max_connections: '200' } });
+        pg = server.info;
+        say(`postgres: embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`);
+      }
+      const outcomes = new Map<number, Awaited<ReturnType<typeof runBench>>>();
+      for (const workers of counts) {
+        if (counts.length > 1) say(`--- quicpool with ${workers} worker${workers === 1 ? '' : 's'} ---`);
+        const outcome = await runBench({ ...o, workers, out: o.out === null || counts.length === 1 ? o.out : `${o.out}-w${workers}` }, {
+          pg,
+          script: copy.script,
+          log: stamp,
+          onRow: (plan, variant, round, row) => progress(plan.name, variant.name, round, row),
+        });
+        outcomes.set(workers, outcome);
+        if (tty) process.stdout.write('\r\x1b[2K');
+        say('');
+        for (const line of summaryLines(outcome.results)) say(line);
+        say('');
+        say(`report: ${outcome.report.htmlFile}`);
+        say('files' in outcome.report.png ? `png: ${outcome.report.png.files.join(', ')}` : `png: skipped: ${outcome.report.png.skipped}`);
+      }
+      await stop();
+      const byWorkers = Object.fromEntries([...outcomes].map(([w, out]) => [String(w), workerFigures(out.results)]));
+      if (counts.length > 1) for (const line of workerLines(byWorkers, counts)) say(line);
+      if (values.json) {
+        const first = outcomes.get(counts[0]!)!;
+        const s = first.report.summary;
+        say(JSON.stringify({ ...s.figures, wanPath: first.setup.wanPath, congestionControl: first.setup.congestion, scale: first.scale, notAvailable: s.notAvailable, machine: s.machine, reportDir: first.report.dir, workers: byWorkers }));
+      }
+      return 0;
+    } finally {
+      await stop();
+      copy.remove();
+    }
+  },
+});

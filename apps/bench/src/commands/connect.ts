@@ -1,0 +1,28 @@
+// `quicpool-bench connect` (`pnpm bench:connect`): pgbench and time to first row, straight to the
+// pooler over TCP+TLS vs through `quicpool connect`'s agent over QUIC, under the WAN emulator, and
+// the pooler's sockets and memory with --sessions held open each way.
+import { defineCommand, JSON_OPTION, wholeOption } from '../command-line.js';
+import { runConnectBench } from '../connect/run-connect.js';
+
+export const command = defineCommand({
+  options: {
+    ...JSON_OPTION,
+    delay: { type: 'string', default: '15' },
+    trials: { type: 'string', default: '20' },
+    clients: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '10' },
+    sessions: { type: 'string', default: '2000' },
+  },
+  async run({ values, program }) {
+    await runConnectBench({
+      oneWayMs: wholeOption('delay', values.delay, 0),
+      trials: wholeOption('trials', values.trials),
+      clients: wholeOption('clients', values.clients),
+      seconds: wholeOption('seconds', values.seconds),
+      sessions: wholeOption('sessions', values.sessions),
+      json: values.json,
+      script: program,
+    });
+    return 0;
+  },
+});

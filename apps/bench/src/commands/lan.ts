@@ -1,0 +1,58 @@
+// `quicpool-bench lan` (`pnpm bench:lan`): pgbench -S direct vs through quicpool (TCP) vs through
+// PgBouncer (when installed), on loopback, in one run. quicpool is the real daemon (`quicpool
+// start` with a generated config, TCP only).
+// --workers: quicpool's worker-thread counts, a daemon each, all measured in every round.
+// --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
+// --baseline <another build's apps/pooler/dist/cli.js>: that build's daemon is measured too, in every
+// round right after quicpoolTcp (target quicpoolBaseline): a before/after under the same load.
+// --targets may add nodeForwarder (a Node.js process piping each client connection to its own
+// server connection: what Node's sockets alone cost per transaction) and transportForwarder (the
+// same through @quicpool/transport's fast paths, as the pooler uses them).
+// --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported. --profile DIR: a V8
+// CPU profile of the quicpool daemon.
+import { defineCommand, JSON_OPTION, numberOption, UsageError } from '../command-line.js';
+import { runLan, SELECTABLE_TARGETS } from '../lan/run-lan.js';
+
+const whole = (name: string, v: string): number => numberOption(name, v, 0, Infinity, true);
+
+export const command = defineCommand({
+  options: {
+    ...JSON_OPTION,
+    quick: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    warmup: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '1' },
+    clients: { type: 'string', default: '50' },
+    jobs: { type: 'string', default: '2' },
+    'pool-size': { type: 'string', default: '20' },
+    profile: { type: 'string' },
+    targets: { type: 'string', default: 'direct,quicpoolTcp,pgbouncer' },
+    rate: { type: 'string' },
+    baseline: { type: 'string' },
+    'worker-flag': { type: 'string', multiple: true, default: [] },
+    workers: { type: 'string', default: '1' },
+  },
+  async run({ values, program }) {
+    await runLan({
+      durationS: whole('duration', values.duration ?? (values.quick ? '5' : '20')),
+      warmupS: whole('warmup', values.warmup),
+      rounds: Math.max(1, whole('rounds', values.rounds)),
+      clients: whole('clients', values.clients),
+      jobs: whole('jobs', values.jobs),
+      poolSize: whole('pool-size', values['pool-size']),
+      json: values.json,
+      profileDir: values.profile ?? null,
+      workerFlags: values['worker-flag'],
+      rate: values.rate === undefined ? null : whole('rate', values.rate),
+      baseline: values.baseline ?? null,
+      targets: new Set(values.targets.split(',').map((t) => {
+        const known = SELECTABLE_TARGETS.find((name) => name === t);
+        if (known === undefined) throw new UsageError(`--targets: unknown target ${t}`);
+        return known;
+      })),
+      script: program,
+      workers: [...new Set(values.workers.split(',').map((w) => numberOption('workers', w, 1, 256, true)))],
+    });
+    return 0;
+  },
+});
