@@ -6,7 +6,8 @@
 // While the server cannot be reached for a reason that passes (a restart, a failover), clients
 // wait here as for a full pool, and one login at a time retries with backoff (server-watch.ts).
 // Here: lending backends (acquire, the health check, release and its reset, handOver), PAUSE,
-// closing them, and how many to open (refill). Its parts besides: opener.ts logs in (and what a
+// closing them, and how many to open (refill: what waiters need, at most max_logins_in_progress
+// logins at once, as PgBouncer; each ended login starts the next). Its parts besides: opener.ts logs in (and what a
 // failed login means for waiters), maintenance.ts is the upkeep every second, idle-giving.ts gives
 // idle ones to other workers, role-change.ts leaves a server whose new role does not suit, and
 // views.ts is what the pool shows (stats, serverRows).
