@@ -12,8 +12,7 @@ import { summaryLines, workerFigures, workerLines } from '../report/bench-termin
 import { machineLine, describeMachine } from '../report/machine.js';
 import { BENCH_OPTIONS, benchOptionsOf, workerCounts } from '../scenarios/bench-options.js';
 import { runBench } from '../scenarios/run-bench.js';
-import { steadyFigures, steadyLines } from '../report/steady.js';
-import type { SteadyFigures, SteadyFirstSecond } from '../report/steady.js';
+import { steadyByScenario, steadyJson, steadyLines } from '../report/steady.js';
 import type { PhasedRow } from '../scenarios/types.js';
 import type { PgTarget } from '../stack/postgres.js';
 import { pgTargetOf } from '../stack/postgres.js';
@@ -91,7 +90,7 @@ export const command = defineCommand({
         if (tty) process.stdout.write('\r\x1b[2K');
         say('');
         for (const line of summaryLines(outcome.results)) say(line);
-        if (o.steadyRate !== null) for (const [name, f] of steadyOf(outcome.results)) for (const line of ['', ...steadyLines(name, f)]) say(line);
+        if (o.steadyRate !== null) for (const [name, f] of steadyByScenario(outcome.results)) for (const line of ['', ...steadyLines(name, f)]) say(line);
         say('');
         say(`report: ${outcome.report.htmlFile}`);
         say('files' in outcome.report.png ? `png: ${outcome.report.png.files.join(', ')}` : `png: skipped: ${outcome.report.png.skipped}`);
@@ -104,7 +103,7 @@ export const command = defineCommand({
         const s = first.report.summary;
         // --steady: the pooler's CPU per query over the load and the first second's latency, by variant
         // (`scenario/variant` when several scenarios ran).
-        const steady = o.steadyRate === null ? {} : steadyJson(steadyOf(first.results));
+        const steady = o.steadyRate === null ? {} : steadyJson(steadyByScenario(first.results));
         say(JSON.stringify({ ...s.figures, ...steady, wanPath: first.setup.wanPath, congestionControl: first.setup.congestion, scale: first.scale, notAvailable: s.notAvailable, machine: s.machine, reportDir: first.report.dir, workers: byWorkers }));
       }
       return 0;
@@ -115,21 +114,3 @@ export const command = defineCommand({
   },
 });
 
-/** The steady figures of each scenario that ran. */
-function steadyOf(results: Awaited<ReturnType<typeof runBench>>['results']): Map<string, SteadyFigures> {
-  const out = new Map<string, SteadyFigures>();
-  for (const r of results) if (r.kind === 'ran') out.set(r.plan.name, steadyFigures(r));
-  return out;
-}
-
-/** The --json fields of a steady run: steadyPoolerUsPerQuery {tcp, quic, pgbouncer ...} and steadyFirstSecond. */
-function steadyJson(by: Map<string, SteadyFigures>): { steadyPoolerUsPerQuery: Record<string, number | null>; steadyFirstSecond: Record<string, SteadyFirstSecond> } {
-  const us: Record<string, number | null> = {};
-  const first: Record<string, SteadyFirstSecond> = {};
-  for (const [scenario, f] of by) {
-    const key = (variant: string): string => (by.size === 1 ? variant : `${scenario}/${variant}`);
-    for (const [variant, v] of Object.entries(f.poolerUsPerQuery)) us[key(variant)] = v;
-    for (const [variant, v] of Object.entries(f.firstSecond)) first[key(variant)] = v;
-  }
-  return { steadyPoolerUsPerQuery: us, steadyFirstSecond: first };
-}

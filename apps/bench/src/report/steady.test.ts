@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import { CSV_COLUMNS } from '../telemetry/csv.js';
 import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
-import { steadyFigures } from './steady.js';
+import { steadyFigures, steadyJson } from './steady.js';
 
 const row = (processed: number, meanUs: number, poolerMs: number): TelemetryRow => ({
   ...(Object.fromEntries(CSV_COLUMNS.map((c) => [c, null])) as TelemetryRow),
@@ -32,5 +32,11 @@ describe('steady figures', () => {
     expect(f.firstSecond['tcp']).toEqual({ firstMs: 60, laterMs: 30, ratio: 2 });
     // quic: ratios 40/35, 1, 2 -> median 40/35.
     expect(f.firstSecond['quic']).toEqual({ firstMs: 40, laterMs: 35, ratio: 1.14 });
+  });
+
+  it('keys the --json fields by variant, or scenario/variant when several scenarios ran', () => {
+    const f = { poolerUsPerQuery: { tcp: 1 }, firstSecond: { tcp: { firstMs: 2, laterMs: 1, ratio: 2 } } };
+    expect(steadyJson(new Map([['original', f]]))).toEqual({ steadyPoolerUsPerQuery: { tcp: 1 }, steadyFirstSecond: { tcp: f.firstSecond.tcp } });
+    expect(Object.keys(steadyJson(new Map([['original', f], ['fair', f]])).steadyPoolerUsPerQuery)).toEqual(['original/tcp', 'fair/tcp']);
   });
 });

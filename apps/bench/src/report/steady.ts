@@ -4,6 +4,7 @@
 // and the mean latency of the load's first second against that of the seconds after it (the cold
 // start: server connections opened, code warming up).
 import { median } from './median.js';
+import { round1, round2 } from './round.js';
 import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
 
 export interface SteadyFirstSecond {
@@ -19,7 +20,7 @@ export interface SteadyFigures {
   readonly firstSecond: Record<string, SteadyFirstSecond>;
 }
 
-const round = (value: number | null, digits: number): number | null => (value === null ? null : Number(value.toFixed(digits)));
+const orNull = (round: (x: number) => number, value: number | null): number | null => (value === null ? null : round(value));
 
 function poolerUsPerQuery(run: VariantRun): number | null {
   const load = run.rows.slice(0, run.loadRows);
@@ -48,7 +49,7 @@ export function steadyFigures(result: Extract<ScenarioResult, { kind: 'ran' }>):
   const firstSecond: Record<string, SteadyFirstSecond> = {};
   for (const name of new Set(runs.map((r) => r.variant))) {
     const mine = runs.filter((r) => r.variant === name);
-    poolerUs[name] = round(median(mine.map(poolerUsPerQuery)), 1);
+    poolerUs[name] = orNull(round1, median(mine.map(poolerUsPerQuery)));
     const first = mine.map((r) => meanMs(r.rows.slice(0, Math.min(1, r.loadRows))));
     const later = mine.map((r) => meanMs(r.rows.slice(1, r.loadRows)));
     const ratios = mine.map((_, i) => {
@@ -56,7 +57,7 @@ export function steadyFigures(result: Extract<ScenarioResult, { kind: 'ran' }>):
       const l = later[i] ?? null;
       return f === null || l === null || l === 0 ? null : f / l;
     });
-    firstSecond[name] = { firstMs: round(median(first), 1), laterMs: round(median(later), 1), ratio: round(median(ratios), 2) };
+    firstSecond[name] = { firstMs: orNull(round1, median(first)), laterMs: orNull(round1, median(later)), ratio: orNull(round2, median(ratios)) };
   }
   return { poolerUsPerQuery: poolerUs, firstSecond };
 }
@@ -69,4 +70,23 @@ export function steadyLines(scenario: string, f: SteadyFigures): string[] {
     out.push(`  ${variant}: pooler CPU ${us ?? '-'} µs per query over the load; first second's mean latency ${s?.firstMs ?? '-'} ms against ${s?.laterMs ?? '-'} ms after it (${s?.ratio ?? '-'}x)`);
   }
   return out;
+}
+
+/** The steady figures of each scenario that ran. */
+export function steadyByScenario(results: readonly ScenarioResult[]): Map<string, SteadyFigures> {
+  const out = new Map<string, SteadyFigures>();
+  for (const r of results) if (r.kind === 'ran') out.set(r.plan.name, steadyFigures(r));
+  return out;
+}
+
+/** The --json fields of a steady run: steadyPoolerUsPerQuery {tcp, quic, pgbouncer ...} and steadyFirstSecond. */
+export function steadyJson(by: Map<string, SteadyFigures>): { steadyPoolerUsPerQuery: Record<string, number | null>; steadyFirstSecond: Record<string, SteadyFirstSecond> } {
+  const us: Record<string, number | null> = {};
+  const first: Record<string, SteadyFirstSecond> = {};
+  for (const [scenario, f] of by) {
+    const key = (variant: string): string => (by.size === 1 ? variant : `${scenario}/${variant}`);
+    for (const [variant, v] of Object.entries(f.poolerUsPerQuery)) us[key(variant)] = v;
+    for (const [variant, v] of Object.entries(f.firstSecond)) first[key(variant)] = v;
+  }
+  return { steadyPoolerUsPerQuery: us, steadyFirstSecond: first };
 }
