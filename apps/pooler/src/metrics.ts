@@ -5,8 +5,9 @@
 // RTT averaged, PAUSE the maximum), beside the process's own metrics and one series per worker.
 import { createServer } from 'node:http';
 import type { Server, ServerResponse } from 'node:http';
-import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ClientRow, Pooler, QuicListenerRow, WorkerRow } from '@quicpool/pooler';
+import { addTransactionMetrics } from './transaction-metrics.js';
 
 export interface MetricsEndpoint {
   readonly port: number;
@@ -127,78 +128,7 @@ export function createMetrics(pooler: Pooler, quic: () => readonly QuicListenerR
   });
   new Gauge({ name: 'quicpool_paused', help: '1 while PAUSEd.', registers: [registry], aggregator: 'max', collect() { this.set(pooler.view().paused ? 1 : 0); } });
 
-  // Per transaction the listener only appends two numbers to a preallocated buffer of its
-  // (database, user, transport) — found through nested maps, no key string, no labels object.
-  // prom-client (which hashes a labels object on every inc/observe) is fed in batches: when a
-  // buffer fills and before every scrape (collect), with one counter inc per batch.
-  const BATCH = 1024;
-  interface TxBuffer {
-    readonly labels: { readonly database: string; readonly user: string; readonly transport: string };
-    readonly xactS: Float64Array;
-    readonly waitS: Float64Array;
-    n: number;
-  }
-  const buffers: TxBuffer[] = [];
-  const byDatabase = new Map<string, Map<string, Map<string, TxBuffer>>>();
-  const bufferOf = (database: string, user: string, transport: string): TxBuffer => {
-    let byUser = byDatabase.get(database);
-    if (byUser === undefined) byDatabase.set(database, (byUser = new Map()));
-    let byTransport = byUser.get(user);
-    if (byTransport === undefined) byUser.set(user, (byTransport = new Map()));
-    let buf = byTransport.get(transport);
-    if (buf === undefined) {
-      buf = { labels: { database, user, transport }, xactS: new Float64Array(BATCH), waitS: new Float64Array(BATCH), n: 0 };
-      byTransport.set(transport, buf);
-      buffers.push(buf);
-    }
-    return buf;
-  };
-  const flush = (buf: TxBuffer): void => {
-    const n = buf.n;
-    if (n === 0) return;
-    buf.n = 0;
-    transactions.inc(buf.labels, n);
-    for (let i = 0; i < n; i++) {
-      xact.observe(buf.labels, buf.xactS[i]!);
-      wait.observe(buf.labels, buf.waitS[i]!);
-    }
-  };
-  const flushAll = (): void => {
-    for (const buf of buffers) flush(buf);
-  };
-
-  const txLabels = ['database', 'user', 'transport'] as const;
-  const transactions = new Counter({
-    name: 'quicpool_transactions_total',
-    help: 'Transactions (server connection lent and given back).',
-    labelNames: txLabels,
-    registers: [registry],
-    collect: flushAll,
-  });
-  const xact = new Histogram({
-    name: 'quicpool_transaction_duration_seconds',
-    help: 'Time a client held a server connection: one transaction (in transaction pooling, the query latency seen at the pooler).',
-    labelNames: txLabels,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-    collect: flushAll,
-  });
-  const wait = new Histogram({
-    name: 'quicpool_wait_duration_seconds',
-    help: 'Time a client waited for a server connection.',
-    labelNames: txLabels,
-    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
-    registers: [registry],
-    collect: flushAll,
-  });
-  pooler.events.transaction.add((e) => {
-    const buf = bufferOf(e.database, e.user, e.transport);
-    const i = buf.n;
-    buf.xactS[i] = e.xactMs / 1000;
-    buf.waitS[i] = e.waitMs / 1000;
-    buf.n = i + 1;
-    if (buf.n === BATCH) flush(buf);
-  });
+  addTransactionMetrics(registry, pooler);
 
   const quicGauge = (name: string, help: string, pick: (q: QuicListenerRow) => number, aggregator: 'sum' | 'average' = 'sum'): void => {
     new Gauge({
