@@ -135,7 +135,7 @@ async function stopAll(nodes: readonly NamespacedNode[]): Promise<void> {
  * `ratePerSec`; waits `settleMs` after the last for stragglers, then asks the sink what came.
  */
 export async function sendNumberedDatagrams(
-  fromNs: string,
+  fromNs: string | null,
   toNs: string | null,
   toIp: string,
   count: number,
@@ -166,7 +166,7 @@ function tcpSide(value: unknown, what: string): TcpSideResult {
 }
 
 /** One TCP connection from `clientNs` to `serverIp` in `serverNs`, `bytes` each way at once. */
-export async function exchangeTcp(clientNs: string, serverNs: string | null, serverIp: string, bytes: number): Promise<{ client: TcpSideResult; server: TcpSideResult }> {
+export async function exchangeTcp(clientNs: string | null, serverNs: string | null, serverIp: string, bytes: number): Promise<{ client: TcpSideResult; server: TcpSideResult }> {
   const server = await startNodeInNamespace(serverNs, 'the TCP server', TCP_SOURCE, ['listen', serverIp, 0, bytes]);
   const started: NamespacedNode[] = [server];
   try {

@@ -1,7 +1,8 @@
 // `quicpool-bench connect` (`pnpm bench:connect`): pgbench and time to first row, straight to the
-// pooler over TCP+TLS vs through `quicpool connect`'s agent over QUIC, under the WAN emulator, and
-// the pooler's sockets and memory with --sessions held open each way.
-import { defineCommand, JSON_OPTION, wholeOption } from '../command-line.js';
+// pooler over TCP+TLS vs through `quicpool connect`'s agent over QUIC, across the WAN path (--path:
+// auto, the packet path as root, else the user-space relay), and the pooler's sockets and memory
+// with --sessions held open each way.
+import { choiceOption, defineCommand, JSON_OPTION, wholeOption } from '../command-line.js';
 import { runConnectBench } from '../connect/run-connect.js';
 
 export const command = defineCommand({
@@ -12,6 +13,7 @@ export const command = defineCommand({
     clients: { type: 'string', default: '50' },
     seconds: { type: 'string', default: '10' },
     sessions: { type: 'string', default: '2000' },
+    path: { type: 'string', default: 'auto' },
   },
   async run({ values, program }) {
     await runConnectBench({
@@ -21,6 +23,7 @@ export const command = defineCommand({
       seconds: wholeOption('seconds', values.seconds),
       sessions: wholeOption('sessions', values.sessions),
       json: values.json,
+      path: choiceOption('path', values.path, ['auto', 'packet', 'relay'] as const),
       script: program,
     });
     return 0;

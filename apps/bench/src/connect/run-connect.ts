@@ -1,6 +1,7 @@
 // `pnpm bench:connect`: what `quicpool connect` (the local agent) buys a client that is not Node.
-// Postgres (pg-fixture) <- the quicpool daemon (own process) <- WAN relay (own processes, one-way
-// delay each way) <- the agent (QuicAgent, in this process) <- pgbench / pg.Client on loopback.
+// Postgres (pg-fixture) <- the quicpool daemon (own process) <- the WAN path (the packet path as
+// root: the daemons in the server's namespace, reaching Postgres by its unix socket; otherwise the
+// user-space relay) <- the agent (QuicAgent, in this process) <- pgbench / pg.Client on loopback.
 //   (a) pgbench -C -S (a new connection per transaction) and plain -S at -c 50: straight to the
 //       daemon over TCP+TLS with SCRAM vs through the agent over QUIC with certificate authentication
 //   (b) time to first row of a new session, median of N: TCP+TLS+SCRAM direct; agent on an open
@@ -38,8 +39,8 @@ import { openFileLimit } from '../telemetry/proc.js';
 import { AGENT_STREAMS_PER_CONNECTION, measurePoolerSessions } from './pooler-sessions.js';
 import type { PoolerSessionsResult } from './pooler-sessions.js';
 import type { HeldSessions } from './held-sessions.js';
-import { startRelay } from '../stack/relay.js';
-import type { RunningRelay } from '../stack/relay.js';
+import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
+import type { PathMode, VariantPath } from '../stack/wan-path.js';
 
 export interface ConnectBenchOptions {
   readonly oneWayMs: number;
@@ -49,6 +50,8 @@ export interface ConnectBenchOptions {
   /** (c): sessions held open on each side. */
   readonly sessions: number;
   readonly json: boolean;
+  /** The WAN: the packet path where it can be built (`auto`), or as asked. */
+  readonly path: PathMode | 'auto';
   /** The quicpool-bench program, run as the WAN relay. */
   readonly script: string;
 }
@@ -100,7 +103,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
   const osUser = userInfo().username;
   let pooler: RunningDaemon | null = null;
   let readOnlyPooler: RunningDaemon | null = null;
-  const wans: RunningRelay[] = [];
+  let path: VariantPath | null = null;
   try {
     const info = pgServer.info;
     if (osUser === info.user || osUser === info.trustUser) throw new Error(`run the bench as an OS user not named ${osUser}: the fixture's own roles have that name`);
@@ -124,21 +127,25 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       settings: { tls: { client_ca_file: clientCaFile } },
       ...extra,
     });
-    pooler = await startDaemon(daemon(stateDir));
+    const { mode } = choosePathMode(o.path, log);
+    path = await openPath(mode, { delayMs: o.oneWayMs, lossRate: 0, seed: 1, congestionControl: 'cubic' }, o.script, 'here');
+    // The two daemons the clients reach over the WAN: behind the path (in its server namespace on the packet path).
+    const behindPath = { namespace: path.serverNs, listenHost: path.serverHost, upstream: upstreamBehind(path, info) };
+    pooler = await startDaemon(daemon(stateDir, behindPath));
     // The read-only 0-RTT policy is the daemon's choice: a second daemon has it, the first keeps the default.
     readOnlyPooler = await startDaemon(daemon(join(stateDir, 'read-only'), {
+      ...behindPath,
       poolSize: 4,
       settings: { tls: { client_ca_file: clientCaFile }, quic: { early_data: 'read-only' } },
     }));
-    const wanTcp = await startRelay(o.script, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
-    wans.push(wanTcp);
-    const wanUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
-    wans.push(wanUdp);
-    const wanReadOnly = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
-    wans.push(wanReadOnly);
+    const wanTcp = await path.endpoint('tcp', pooler.tcpPort);
+    const wanUdp = await path.endpoint('udp', quicPortOf(pooler));
+    const wanReadOnly = await path.endpoint('udp', quicPortOf(readOnlyPooler));
+    const facts = await path.facts();
+    log(`WAN: ${facts.description}`);
     const caPem = pooler.caPem;
     const quic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions => ({
-      endpoints: [`127.0.0.1:${wanUdp.port}`], ca: caPem, serverName: 'localhost', minConnections: 1, maxConnections: 4, ...extra,
+      endpoints: [`${wanUdp.host}:${wanUdp.port}`], ca: caPem, serverName: 'localhost', minConnections: 1, maxConnections: 4, ...extra,
     });
     const cert = { cert: agentCert.certPem, key: agentCert.keyPem };
     const scram = { user: info.user, password: info.password, database: info.database };
@@ -147,7 +154,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const logins = new LoginCache();
     const fastAgent: Partial<AgentOptions> = { socketDir: stateDir, localChecks: { socket: 'peer' }, fastStart: 'auto', loginCache: logins };
     const peerLogin = (port: number): pg.ClientConfig => ({ user: osUser, database: info.database, host: stateDir, port });
-    const tls = { ...scram, host: '127.0.0.1', port: wanTcp.port, ssl: { ca: caPem, servername: 'localhost', rejectUnauthorized: true } };
+    const tls = { ...scram, host: wanTcp.host, port: wanTcp.port, ssl: { ca: caPem, servername: 'localhost', rejectUnauthorized: true } };
 
     // One round trip: `select 1` on an open session, per path.
     const open = new pg.Client(tls);
@@ -160,7 +167,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     }
     await open.end();
     const rttMs = medianMs(rttSamples);
-    log(`WAN emulator ${o.oneWayMs} ms each way; measured RTT (select 1 on an open TCP+TLS session) ${rttMs.toFixed(2)} ms`);
+    log(`WAN ${o.oneWayMs} ms each way (${path.mode} path); measured RTT (select 1 on an open TCP+TLS session) ${rttMs.toFixed(2)} ms`);
 
     // (b) first row of a new session.
     log(`(b) first row of a new session, ${o.trials} trials per path ...`);
@@ -184,7 +191,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       });
     }
     // @quicpool/client itself (no agent) on a resumed connection, first query in the 0-RTT flight.
-    const readOnlyTargets = { host: '127.0.0.1', tlsPort: wanTcp.port, quicPort: wanReadOnly.port, caPem: readOnlyPooler.caPem };
+    const readOnlyTargets = { host: wanReadOnly.host, tlsPort: wanTcp.port, quicPort: wanReadOnly.port, caPem: readOnlyPooler.caPem };
     const readOnlyRuns = { resumed: 0, earlyData: 0 };
     for (let i = 0; i < o.trials; i++) {
       const r = await readOnlyZeroRttFirstRow(readOnlyTargets, certLogin, cert);
@@ -204,7 +211,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     // and `select 1` in the 0-RTT flight, answered before the handshake is confirmed.
     const readOnlyTickets = new QuicTicketStore();
     const readOnlyQuic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions =>
-      quic({ endpoints: [`127.0.0.1:${wanReadOnly.port}`], ca: readOnlyPooler!.caPem, ...cert, tickets: readOnlyTickets, ...extra });
+      quic({ endpoints: [`${wanReadOnly.host}:${wanReadOnly.port}`], ca: readOnlyPooler!.caPem, ...cert, tickets: readOnlyTickets, ...extra });
     await withAgent(readOnlyQuic(), async (port, agent) => {
       await agent.sessions.warm();
       await firstRowMs(peerLogin(port));
@@ -234,7 +241,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         await c.query(`grant select, update on pgbench_accounts, pgbench_branches, pgbench_tellers to ${who}; grant insert on pgbench_history to ${who}`);
       }
       await c.end();
-      const tlsTarget: PgTarget = { ...direct, host: '127.0.0.1', port: wanTcp.port };
+      const tlsTarget: PgTarget = { ...direct, host: wanTcp.host, port: wanTcp.port };
       const args = (perTx: boolean): string[] => [...(perTx ? ['-C'] : []), '-S', '-c', String(o.clients), '-j', '2', '-T', String(o.seconds)];
       bench = { connectPerTx: {} as never, plain: {} as never };
       await withAgent(quic({ ...cert, maxConnections: 2 }), async (port, agent) => {
@@ -279,7 +286,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       agentCert: cert,
     }, log);
 
-    const out: string[] = ['', `bench:connect — WAN emulator ${o.oneWayMs} ms each way; measured RTT ${rttMs.toFixed(1)} ms`, ''];
+    const out: string[] = ['', `bench:connect — WAN ${o.oneWayMs} ms each way, ${path.mode === 'packet' ? 'the packet path' : 'the user-space relay'}; measured RTT ${rttMs.toFixed(1)} ms`, ''];
     out.push(`(b) first row of a new local session (median of ${o.trials})`);
     const label: Record<FirstRowPath, string> = {
       tcpTlsScram: 'TCP+TLS+SCRAM, direct to the pooler',
@@ -296,7 +303,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     out.push(`      resumed ${readOnlyRuns.resumed} of ${o.trials}, StartupMessage and select 1 in early data ${readOnlyRuns.earlyData} of ${o.trials}`);
     out.push(`    fast start: local clients on the agent's unix socket (peer check), the agent's certificate to the pooler; fast-started ${fastRuns.open} of ${o.trials}`);
     out.push(`      just restarted: to the read-only daemon (quic.early_data = "read-only"); fast-started ${fastRuns.restarted} of ${o.trials}, StartupMessage in early data ${fastRuns.restartedEarly} of ${o.trials}`);
-    out.push("    TCP: the relay accepts the connection locally, so TCP's own handshake round trip is not charged (a real path adds 1 RTT)");
+    if (path.mode === 'relay') out.push("    TCP: the relay accepts the connection locally, so TCP's own handshake round trip is not charged (a real path adds 1 RTT)");
     if (bench !== null) {
       out.push('', `(a) pgbench -S, -c ${o.clients} -j 2 -T ${o.seconds}          TCP+TLS+SCRAM        agent (QUIC, cert)     ratio`);
       for (const key of ['connectPerTx', 'plain'] as const) {
@@ -324,6 +331,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     if (o.json) {
       process.stdout.write(`${JSON.stringify({
         bench: 'connect',
+        wanPath: path.mode,
         configuredOneWayMs: o.oneWayMs,
         measuredRttMs: r2(rttMs),
         pgbenchConnectPerTx: bench === null ? null : {
@@ -345,9 +353,9 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       })}\n`);
     }
   } finally {
-    for (const w of wans) await w.stop();
     await pooler?.stop();
     await readOnlyPooler?.stop();
+    await path?.close();
     await pgServer.stop();
     rmSync(stateDir, { recursive: true, force: true });
   }

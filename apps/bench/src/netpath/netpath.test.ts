@@ -188,6 +188,22 @@ if (reason !== null) {
       expect(await waitUntil(() => hostTunDevices().length === 0, 5_000)).toBe(true);
     });
 
+    it('puts the client side on the host when asked (a benchmark whose clients run in its own process)', async () => {
+      await withPath(await createPacketPath({ delayMs: 3, client: 'host' }), async (path) => {
+        expect(path.clientNs).toBeNull();
+        expect(pathNamespaces(process.pid)).toEqual([path.serverNs]);
+        expect(hostTunDevices()).toContain(path.clientTun);
+        const rtt = await path.measureRtt({ count: 50, ratePerSec: 200 });
+        expect(rtt).toMatchObject({ sent: 50, received: 50, corrupt: 0 });
+        expect(rtt.minMs).toBeGreaterThanOrEqual(6);
+        const { client, server } = await exchangeTcp(null, path.serverNs, path.serverIp, 1 << 20);
+        expect(server.receivedSha256).toBe(client.sentSha256);
+        expect(client.receivedSha256).toBe(server.sentSha256);
+      });
+      expect(await waitUntil(() => hostTunDevices().length === 0, 5_000)).toBe(true);
+      await expect(createPacketPath({ client: 'host', server: 'host' })).rejects.toThrow(/namespace on at least one side/);
+    });
+
     it('leaves nothing behind after close(), and removes namespaces of dead owners', async () => {
       // A namespace named for a process that is gone, as a killed run without a watchdog would leave.
       const dead = spawn(process.execPath, ['-e', '']);

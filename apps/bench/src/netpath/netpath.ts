@@ -1,10 +1,12 @@
-// The packet-level WAN path: the client in a network namespace of its own, the server in another
-// (or in the host's own namespace, `server: 'host'`, where a local Postgres on loopback stays
-// reachable), joined only through the forwarder (forwarder.c), which owns a TUN device on each
+// The packet-level WAN path: the client in a network namespace of its own, the server in another,
+// joined only through the forwarder (forwarder.c), which owns a TUN device on each
 // side and moves IP packets between them after a fixed one-way delay per direction (plus optional
 // loss and rate). TCP and UDP alike cross it as packets, so TCP's loss detection and
 // retransmission run end to end over the full RTT; nothing terminates a connection in between
-// (unlike ../wan's relay).
+// (unlike ../wan's relay). One side may be the host's own namespace instead: the server
+// (`server: 'host'`, where a local Postgres on loopback stays reachable) for clients that are
+// processes of their own, or the client (`client: 'host'`) for a benchmark whose clients run in
+// its own process, the daemon then in the server's namespace (reaching Postgres by its unix socket).
 //
 // TCP's congestion control is set on the route to the peer on both sides (`ip route ... congctl`):
 // a namespace's default (net.ipv4.tcp_congestion_control) accepts only the algorithms in the
@@ -42,8 +44,8 @@ export type PerDirection = number | { readonly up: number; readonly down: number
 /** TCP congestion control of the path's connections (set per route on both sides). */
 export type CongestionControl = 'cubic' | 'bbr' | 'reno';
 
-/** Where the server side lives: a namespace of its own, or the host's namespace. */
-export type ServerSide = 'namespace' | 'host';
+/** Where a side of the path lives: a namespace of its own, or the host's namespace. */
+export type PathSide = 'namespace' | 'host';
 
 export interface PacketPathOptions {
   /** One-way delay in ms. Default 0. */
@@ -61,15 +63,16 @@ export interface PacketPathOptions {
   readonly queueBytes?: number;
   /** TCP congestion control on both sides (routes to the peer; also the namespace default when allowed). Default 'bbr'. */
   readonly congestionControl?: CongestionControl;
-  /** Default 'namespace'. */
-  readonly server?: ServerSide;
+  /** Default 'namespace'; at most one side may be 'host'. */
+  readonly server?: PathSide;
+  readonly client?: PathSide;
   /** SCHED_FIFO priority of the forwarder; 0 = normal scheduling. Default 10. */
   readonly realtimePriority?: number;
 }
 
 export interface PacketPath {
-  readonly clientNs: string;
-  /** null: the server side is the host's own namespace. */
+  /** null: that side is the host's own namespace. */
+  readonly clientNs: string | null;
   readonly serverNs: string | null;
   /** The client's address (in clientNs) and the server's (in serverNs): each reaches the other only through the path. */
   readonly clientIp: string;
@@ -253,12 +256,15 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   const binary = ensureForwarderBinary();
   removeStaleNamespaces();
   sequence += 1;
-  const onHost = o.server === 'host';
-  const clientNs = `${CLIENT_NS_PREFIX}-${process.pid}-${sequence}`;
-  const serverNs = onHost ? null : `${SERVER_NS_PREFIX}-${process.pid}-${sequence}`;
-  const clientTun = `qpwc${sequence}`;
-  // On the host the name must not clash with another process's path: it carries our pid.
-  const serverTun = onHost ? `qph${process.pid}-${sequence}` : `qpws${sequence}`;
+  const clientOnHost = o.client === 'host';
+  const serverOnHost = o.server === 'host';
+  if (clientOnHost && serverOnHost) throw new Error('a packet path needs a namespace on at least one side');
+  const onHost = clientOnHost || serverOnHost;
+  const clientNs = clientOnHost ? null : `${CLIENT_NS_PREFIX}-${process.pid}-${sequence}`;
+  const serverNs = serverOnHost ? null : `${SERVER_NS_PREFIX}-${process.pid}-${sequence}`;
+  // On the host a TUN's name must not clash with another process's path: it carries our pid.
+  const clientTun = clientOnHost ? `qphc${process.pid}-${sequence}` : `qpwc${sequence}`;
+  const serverTun = serverOnHost ? `qph${process.pid}-${sequence}` : `qpws${sequence}`;
   const subnet = onHost ? freeHostSubnet(process.pid + sequence) : ((sequence - 1) % 254) + 1;
   const clientIp = `10.201.${subnet}.2`;
   const serverIp = `10.201.${subnet}.1`;
@@ -270,7 +276,7 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
     process.on('exit', cleanUpAtExit);
   }
   // The watchdog first, so that no moment exists in which a namespace is unguarded.
-  const namespaces = serverNs === null ? [clientNs] : [clientNs, serverNs];
+  const namespaces = [clientNs, serverNs].filter((ns): ns is string => ns !== null);
   const state: OpenPath = { namespaces, forwarderPid: null, watchdog: startPathWatchdog(namespaces) };
   open.add(state);
   let forwarder: ForwarderProcess | null = null;
@@ -279,12 +285,13 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   try {
     for (const ns of state.namespaces) run('ip', ['netns', 'add', ns]);
     // Before the forwarder creates the TUNs: they take the namespace's defaults (IPv6 off).
-    sysctls = { client: applySysctls(clientNs, cc), server: serverNs === null ? hostSysctls() : applySysctls(serverNs, cc) };
+    const sysctlsOf = (ns: string | null): Record<string, string> => (ns === null ? hostSysctls() : applySysctls(ns, cc));
+    sysctls = { client: sysctlsOf(clientNs), server: sysctlsOf(serverNs) };
     forwarder = await startForwarder({
       binary,
-      clientNs,
-      clientTun,
       // The forwarder lives in the host's namespace: its own namespace file is the host's.
+      clientNs: clientNs ?? '/proc/self/ns/net',
+      clientTun,
       serverNs: serverNs ?? '/proc/self/ns/net',
       serverTun,
       upDelayUs: delay.up * 1000,
@@ -312,7 +319,7 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   const running = forwarder;
   const rateText = (bps: number): string => (bps === 0 ? 'unlimited' : `${bps / 1e6} Mbit/s`);
   const description =
-    `packet path ${clientNs} (${clientIp}) <-> ${serverNs ?? 'host'} (${serverIp}) through a TUN forwarder: ` +
+    `packet path ${clientNs ?? 'host'} (${clientIp}) <-> ${serverNs ?? 'host'} (${serverIp}) through a TUN forwarder: ` +
     `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down} (seed ${seed}), rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
     `tcp congctl ${routeCc.client}/${routeCc.server} (client/server routes); ` +
     `forwarder sched ${running.ready.sched}, mlock ${running.ready.mlock}`;

@@ -110,8 +110,8 @@ function probeResult(value: unknown): UdpProbeResult {
   };
 }
 
-/** Round trips from `clientNs` to an echo at `serverIp` in `serverNs` (null: the host's namespace). */
-export async function probeUdp(clientNs: string, serverNs: string | null, serverIp: string, o: UdpProbeOptions = {}): Promise<UdpProbeResult> {
+/** Round trips from `clientNs` to an echo at `serverIp` in `serverNs` (either null: the host's namespace). */
+export async function probeUdp(clientNs: string | null, serverNs: string | null, serverIp: string, o: UdpProbeOptions = {}): Promise<UdpProbeResult> {
   const echo = await startNodeInNamespace(serverNs, 'the UDP echo', ECHO_SOURCE, [serverIp]);
   try {
     const port = echo.ready.port;

@@ -6,7 +6,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CongestionControl } from '../netpath/netpath.js';
-import { packetPathUnavailableReason } from '../netpath/netpath.js';
 import type { SetupFacts } from '../report/html.js';
 import { describeMachine } from '../report/machine.js';
 import type { WrittenReport } from '../report/write.js';
@@ -14,6 +13,7 @@ import { writeReport } from '../report/write.js';
 import type { PgTarget } from '../stack/postgres.js';
 import { findPgbouncer } from '../stack/pgbouncer.js';
 import { postmasterPid } from '../stack/postgres.js';
+import { choosePathMode } from '../stack/wan-path.js';
 import type { PathMode } from '../stack/wan-path.js';
 import type { BenchSettings, Scale } from './plans.js';
 import { planFor, scaleFromCapacity, seedScale } from './plans.js';
@@ -88,11 +88,7 @@ function scaleText(scale: Scale): string {
 }
 
 export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutcome> {
-  const unavailable = packetPathUnavailableReason();
-  const mode: PathMode = o.path === 'auto' ? (unavailable === null ? 'packet' : 'relay') : o.path;
-  if (mode === 'packet' && unavailable !== null) throw new Error(`--path packet: ${unavailable}`);
-  const fallback = mode === 'relay' ? (unavailable ?? 'asked for with --path relay') : null;
-  if (fallback !== null) io.log(`WAN: the user-space relay, not the packet path: ${fallback}`);
+  const { mode, fallback } = choosePathMode(o.path, io.log);
   const pgbouncer = o.pgbouncer ? findPgbouncer() : null;
   if (o.pgbouncer && pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (Debian: apt-get install pgbouncer)');
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-'));

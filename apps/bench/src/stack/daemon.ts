@@ -40,6 +40,8 @@ export interface DaemonOptions {
    * one worker unless it asks for more. Left out for another build's CLI unless given.
    */
   readonly workers?: number;
+  /** A network namespace to run in (`ip netns exec`: the packet path's server side), or null/absent for the host's. */
+  readonly namespace?: string | null;
 }
 
 export interface RunningDaemon {
@@ -136,7 +138,9 @@ export async function startDaemon(o: DaemonOptions): Promise<RunningDaemon> {
       : { argv: [process.execPath, ...flags, o.cli, 'start', '--config', configFile], env: process.env };
   // The daemon does not watch its stdin: where setpriv exists, the kernel ends it if we die (even by SIGKILL).
   const pdeath = existsSync(SETPRIV) ? [SETPRIV, '--pdeathsig', 'SIGTERM', '--'] : [];
-  const [command = process.execPath, ...args] = [...pdeath, ...run.argv];
+  // `ip netns exec` enters the namespace and execs the daemon: the same process, the same pid.
+  const netns = o.namespace === undefined || o.namespace === null ? [] : ['ip', 'netns', 'exec', o.namespace];
+  const [command = process.execPath, ...args] = [...pdeath, ...netns, ...run.argv];
   const daemon = await startWorkerProcess({
     name: 'the quicpool daemon',
     command,

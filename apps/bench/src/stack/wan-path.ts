@@ -1,16 +1,35 @@
-// The WAN between a variant's client and the quicpool daemon, for one run. As root with TUN: the
-// packet path (the client process in a namespace of its own, the daemon and Postgres on the host,
-// one forwarder moving IP packets between them after the delay, with seeded random loss), so
-// TCP's own loss recovery runs over the full RTT. Otherwise: the old user-space relay, which
-// terminates TCP (its retransmissions then run on a ~0.1 ms loopback leg) and cannot drop TCP
-// segments at all, so loss scenarios cannot run on it; the report says which one was used.
+// The WAN between a benchmark's clients and the quicpool daemon, for one run. As root with TUN:
+// the packet path (one forwarder moving IP packets between two sides after the delay, with seeded
+// random loss), so TCP's own loss recovery runs over the full RTT. Its client side is a namespace
+// of its own when the clients are processes of their own (the scenarios: the daemon and Postgres
+// on the host), or the host when the clients run in the benchmark's own process (bench:connect,
+// bench:client: the daemon then runs in the server's namespace and reaches Postgres by its unix
+// socket). Otherwise: the old user-space relay, which terminates TCP (its retransmissions then
+// run on a ~0.1 ms loopback leg) and cannot drop TCP segments at all, so loss scenarios cannot run
+// on it. choosePathMode() decides, once per run, and says so.
 import type { CongestionControl } from '../netpath/netpath.js';
-import { createPacketPath } from '../netpath/netpath.js';
+import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
 import type { PathFacts } from '../scenarios/types.js';
 import type { RunningRelay } from './relay.js';
 import { startRelay } from './relay.js';
 
 export type PathMode = 'packet' | 'relay';
+
+/** Where the clients run: processes of their own (inside the client namespace), or this process. */
+export type ClientSide = 'process' | 'here';
+
+/**
+ * The path a run uses: the packet path where it can be built, else the relay (`auto`); the
+ * fallback and its reason are logged. Asking for `packet` where it cannot be built throws.
+ */
+export function choosePathMode(requested: PathMode | 'auto', log: (line: string) => void): { mode: PathMode; fallback: string | null } {
+  const unavailable = packetPathUnavailableReason();
+  const mode: PathMode = requested === 'auto' ? (unavailable === null ? 'packet' : 'relay') : requested;
+  if (mode === 'packet' && unavailable !== null) throw new Error(`--path packet: ${unavailable}`);
+  const fallback = mode === 'relay' ? (unavailable ?? 'asked for with --path relay') : null;
+  if (fallback !== null) log(`WAN: the user-space relay, not the packet path: ${fallback}`);
+  return { mode, fallback };
+}
 
 export interface WanSpec {
   readonly delayMs: number;
@@ -24,11 +43,13 @@ export interface VariantPath {
   readonly mode: PathMode | 'none';
   /** Where the daemon must listen to be reached only through the path. */
   readonly serverHost: string;
+  /** The network namespace the daemon must run in (null: the host's), and so reach Postgres by its unix socket. */
+  readonly serverNs: string | null;
   /** The client process's command: inside the client namespace on the packet path. */
   clientCommand(args: readonly string[]): { command: string; args: string[] };
-  /** Where the client connects to reach the daemon's `port` (the relay starts here). */
+  /** Where the client connects to reach the daemon's `port` (on the relay, a relay for it starts here). */
   endpoint(protocol: 'tcp' | 'udp', port: number): Promise<{ host: string; port: number }>;
-  /** The process that moves the packets (forwarder or relay), for its CPU; null before endpoint() on the relay. */
+  /** The process that moves the packets (forwarder, or the first relay), for its CPU; null before endpoint() on the relay. */
   forwarderPid(): number | null;
   /** The RTT through the path and what the path saw; call once the load is over. */
   facts(): Promise<PathFacts>;
@@ -38,19 +59,22 @@ export interface VariantPath {
 /** RTT probes: enough for a p50/p99 (100 round trips at 250/s: 0.4 s). */
 const PROBES = { count: 100, ratePerSec: 250 };
 
-async function packetPath(spec: WanSpec): Promise<VariantPath> {
+async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPath> {
   const path = await createPacketPath({
     delayMs: spec.delayMs,
     lossRate: spec.lossRate,
     seed: spec.seed,
     congestionControl: spec.congestionControl,
-    server: 'host',
+    ...(clients === 'process' ? { server: 'host' } : { client: 'host' }),
   });
+  const clientNs = path.clientNs;
   let closed = false;
   return {
     mode: 'packet',
     serverHost: path.serverIp,
-    clientCommand: (args) => ({ command: 'ip', args: ['netns', 'exec', path.clientNs, process.execPath, ...args] }),
+    serverNs: path.serverNs,
+    clientCommand: (args) =>
+      clientNs === null ? { command: process.execPath, args: [...args] } : { command: 'ip', args: ['netns', 'exec', clientNs, process.execPath, ...args] },
     endpoint: async (_protocol, port) => ({ host: path.serverIp, port }),
     forwarderPid: () => path.forwarderPid,
     facts: async () => {
@@ -78,20 +102,30 @@ async function packetPath(spec: WanSpec): Promise<VariantPath> {
 
 function relayPath(spec: WanSpec, program: string): VariantPath {
   if (spec.lossRate > 0) throw new Error('the relay cannot drop TCP segments: loss needs the packet path');
-  let relay: RunningRelay | null = null;
+  // One relay per daemon port the clients reach (a relay serves one protocol and one target).
+  const relays = new Map<string, Promise<RunningRelay>>();
+  const started: RunningRelay[] = [];
   return {
     mode: 'relay',
     serverHost: '127.0.0.1',
+    serverNs: null,
     clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
     endpoint: async (protocol, port) => {
-      relay ??= await startRelay(program, { host: '127.0.0.1', port }, protocol, spec.delayMs);
-      return { host: relay.host, port: relay.port };
+      const key = `${protocol}:${port}`;
+      let relay = relays.get(key);
+      if (relay === undefined) {
+        relay = startRelay(program, { host: '127.0.0.1', port }, protocol, spec.delayMs);
+        relays.set(key, relay);
+        started.push(await relay);
+      }
+      const r = await relay;
+      return { host: r.host, port: r.port };
     },
-    forwarderPid: () => relay?.pid ?? null,
+    forwarderPid: () => started[0]?.pid ?? null,
     facts: async () => ({
       mode: 'relay',
-      rttMs: relay?.measuredRtt?.medianMs ?? null,
-      rttP99Ms: relay?.measuredRtt?.p99Ms ?? null,
+      rttMs: started[0]?.measuredRtt?.medianMs ?? null,
+      rttP99Ms: started[0]?.measuredRtt?.p99Ms ?? null,
       randomDrops: null,
       queueDrops: null,
       lateP99Us: null,
@@ -99,19 +133,25 @@ function relayPath(spec: WanSpec, program: string): VariantPath {
       description: `user-space relay (terminates TCP), ${spec.delayMs} ms each way, RTT from its own probe through both delay lines`,
     }),
     close: async () => {
-      await relay?.stop();
+      for (const r of started) await r.stop();
     },
   };
 }
 
-export async function openPath(mode: PathMode, spec: WanSpec, program: string): Promise<VariantPath> {
-  return mode === 'packet' ? packetPath(spec) : relayPath(spec, program);
+export async function openPath(mode: PathMode, spec: WanSpec, program: string, clients: ClientSide = 'process'): Promise<VariantPath> {
+  return mode === 'packet' ? packetPath(spec, clients) : relayPath(spec, program);
+}
+
+/** How a daemon behind `path` reaches Postgres: over loopback from the host, by its unix socket from the server's namespace. */
+export function upstreamBehind(path: VariantPath, pg: { readonly host: string; readonly port: number; readonly socketDir: string }): { host: string; port: number } {
+  return { host: path.serverNs === null ? pg.host : pg.socketDir, port: pg.port };
 }
 
 /** No path at all: the client talks to Postgres on the host directly. */
 export const NO_PATH: VariantPath = {
   mode: 'none',
   serverHost: '127.0.0.1',
+  serverNs: null,
   clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
   endpoint: async (_protocol, port) => ({ host: '127.0.0.1', port }),
   forwarderPid: () => null,
