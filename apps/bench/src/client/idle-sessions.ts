@@ -121,10 +121,15 @@ function perSession(transport: IdleTransport, a: MemorySample, b: MemorySample, 
 }
 
 /** The bench side: runs the idle measurement in a fresh process of `script`. */
-export async function measureIdle(script: string, config: IdleWorkerConfig, timeoutMs = 180_000): Promise<IdleResult> {
+/**
+ * Runs the idle worker, in network namespace `ns` when given (the packet path's server side, where
+ * the daemon runs: both ends of each session then count in that namespace's sockstat, as on loopback).
+ */
+export async function measureIdle(script: string, config: IdleWorkerConfig, ns: string | null = null, timeoutMs = 180_000): Promise<IdleResult> {
+  const node = ['--expose-gc', script, IDLE_FLAG, JSON.stringify(config)];
   const worker = await startWorkerProcess({
     name: `the idle ${config.transport} worker`,
-    args: ['--expose-gc', script, IDLE_FLAG, JSON.stringify(config)],
+    ...(ns === null ? { args: node } : { command: 'ip', args: ['netns', 'exec', ns, process.execPath, ...node] }),
     startTimeoutMs: timeoutMs,
     // Its only announcement is its result: the measurement is done when it is "ready".
     ready: (line) => {

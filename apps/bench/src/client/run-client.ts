@@ -1,8 +1,10 @@
 // `pnpm bench:client`: what the quicpool client buys a far-away Node.js application, in one run.
-// Postgres (pg-fixture) <- the quicpool daemon (own process: TCP with TLS after SSLRequest + QUIC) <- WAN relay (own
-// processes, one-way delay each way) <- this process (pg over TCP+TLS, @quicpool/client over QUIC).
+// Postgres (pg-fixture) <- the quicpool daemon (own process: TCP with TLS after SSLRequest + QUIC) <- the WAN path
+// (as root the packet path, the daemons in its server namespace; else the user-space relay) <- this process (pg over
+// TCP+TLS, @quicpool/client over QUIC).
 //   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
-//   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes)
+//   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes, straight to the
+//       daemon: on the host's loopback, or inside the packet path's server namespace where the daemon runs)
 //   (c) 2,000 sessions x 1 query from nothing open: time to drain
 import { startPostgres } from '@quicpool/pg-fixture';
 import { describeMachine, load1, machineLine } from '../report/machine.js';
@@ -19,8 +21,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
-import { startRelay } from '../stack/relay.js';
-import type { RunningRelay } from '../stack/relay.js';
+import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
+import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { round2 as r2 } from '../report/round.js';
 
 export interface ClientBenchOptions {
@@ -33,6 +35,8 @@ export interface ClientBenchOptions {
   readonly json: boolean;
   /** Which measurements to run (all three by default; the JSON then has only theirs). */
   readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
+  /** The WAN: the packet path where it can be built (`auto`), or as asked. */
+  readonly path: PathMode | 'auto';
   /** The quicpool-bench program: forked as the idle workers and as the WAN relay. */
   readonly script: string;
 }
@@ -67,12 +71,18 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
   let readOnlyPooler: RunningDaemon | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-'));
   const readOnlyStateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-ro-'));
-  const wans: RunningRelay[] = [];
+  let path: VariantPath | null = null;
   try {
     const info = pg.info;
     const trust: Login = { user: info.trustUser, database: info.database };
     const scram: Login = { user: info.user, password: info.password, database: info.database };
-    const daemon = { listenHost: '127.0.0.1', upstream: { host: info.host, port: info.port }, users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } } } as const;
+    path = await openPath(choosePathMode(o.path, log).mode, { delayMs: o.oneWayMs, lossRate: 0, seed: 1, congestionControl: 'cubic' }, o.script, 'here');
+    const daemon = {
+      listenHost: path.serverHost,
+      namespace: path.serverNs,
+      upstream: upstreamBehind(path, info),
+      users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
+    } as const;
     pooler = await startDaemon({
       ...daemon,
       poolSize: o.poolSize,
@@ -80,12 +90,10 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       // 2,000 TLS handshakes at once on a busy 2-core machine take a while.
       settings: { limits: { auth_timeout_ms: 120_000 }, pool: { query_wait_timeout_ms: 60_000 } },
     });
-    const direct: BenchTargets = { host: '127.0.0.1', tlsPort: pooler.tcpPort, quicPort: quicPortOf(pooler), caPem: pooler.caPem };
-    const wanTcp = await startRelay(o.script, { host: '127.0.0.1', port: pooler.tcpPort }, 'tcp', o.oneWayMs);
-    wans.push(wanTcp);
-    const wanUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(pooler) }, 'udp', o.oneWayMs);
-    wans.push(wanUdp);
-    const wan: BenchTargets = { ...direct, tlsPort: wanTcp.port, quicPort: wanUdp.port };
+    const direct: BenchTargets = { host: path.serverHost, tlsPort: pooler.tcpPort, quicPort: quicPortOf(pooler), caPem: pooler.caPem };
+    const wanTcp = await path.endpoint('tcp', pooler.tcpPort);
+    const wanUdp = await path.endpoint('udp', quicPortOf(pooler));
+    const wan: BenchTargets = { ...direct, host: wanTcp.host, tlsPort: wanTcp.port, quicPort: wanUdp.port };
     // A second daemon with the read-only 0-RTT policy (only the cold start's read-only path uses it).
     let readOnlyWan: BenchTargets = wan;
     if (o.parts.cold) {
@@ -95,11 +103,10 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
         stateDir: readOnlyStateDir,
         settings: { quic: { early_data: 'read-only' } },
       });
-      const roUdp = await startRelay(o.script, { host: '127.0.0.1', port: quicPortOf(readOnlyPooler) }, 'udp', o.oneWayMs);
-      wans.push(roUdp);
+      const roUdp = await path.endpoint('udp', quicPortOf(readOnlyPooler));
       readOnlyWan = { ...wan, quicPort: roUdp.port, caPem: readOnlyPooler.caPem };
     }
-    log(`WAN emulator: ${o.oneWayMs} ms each way; its own probe RTT ${wanTcp.measuredRtt?.medianMs ?? '?'} ms (tcp), ${wanUdp.measuredRtt?.medianMs ?? '?'} ms (udp)`);
+    log(`WAN: ${(await path.facts()).description}`);
 
     const loadStart = load1();
     const rtt = await measurePathRtts(wan, trust);
@@ -115,9 +122,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     if (o.parts.idle) {
       log(`(b) ${o.sessions} idle TCP+TLS sessions (own process) ...`);
       const idleBase = { sessions: o.sessions, warmup: 50, targets: direct, login: trust, quicConnections: o.quicConnections, streamsPerConnection: o.streamsPerConnection };
-      const idleTcp = await measureIdle(o.script, { ...idleBase, transport: 'tcp' });
+      const idleTcp = await measureIdle(o.script, { ...idleBase, transport: 'tcp' }, path.serverNs);
       log(`(b) ${o.sessions} idle QUIC sessions (${o.quicConnections} connections x ${o.streamsPerConnection} streams, own process) ...`);
-      idle = { tcp: idleTcp, quic: await measureIdle(o.script, { ...idleBase, transport: 'quic' }) };
+      idle = { tcp: idleTcp, quic: await measureIdle(o.script, { ...idleBase, transport: 'quic' }, path.serverNs) };
     }
     let drain: { tcp: DrainCost; quic: DrainCost } | null = null;
     if (o.parts.drain) {
@@ -130,9 +137,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     const loadEnd = load1();
     const out: string[] = [];
     out.push('');
-    out.push(`bench:client — WAN emulator ${o.oneWayMs} ms each way; measured RTT ${rtt.tcpMs.toFixed(1)} ms (TCP+TLS path), ${rtt.quicMs.toFixed(1)} ms (QUIC path); load average ${loadStart} -> ${loadEnd}`);
+    out.push(`bench:client — WAN ${o.oneWayMs} ms each way, ${path.mode === 'packet' ? 'the packet path' : 'the user-space relay'}; measured RTT ${rtt.tcpMs.toFixed(1)} ms (TCP+TLS path), ${rtt.quicMs.toFixed(1)} ms (QUIC path); load average ${loadStart} -> ${loadEnd}`);
     out.push('');
-    if (cold !== null) coldLines(out, o, cold.trust, cold.scram);
+    if (cold !== null) coldLines(out, o, cold.trust, cold.scram, path.mode);
     if (idle !== null) idleLines(out, o, idle.tcp, idle.quic);
     if (drain !== null) drainLines(out, o, drain.tcp, drain.quic);
     process.stdout.write(`${out.join('\n')}\n`);
@@ -144,6 +151,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       const ms = (c: ColdStartResult) => each(c.ms);
       process.stdout.write(`${JSON.stringify({
         bench: 'client',
+        wanPath: path.mode,
         configuredOneWayMs: o.oneWayMs,
         measuredRttMs: { tcpTls: r2(rtt.tcpMs), quic: r2(rtt.quicMs) },
         ...(coldTrust !== undefined && coldScram !== undefined ? {
@@ -171,9 +179,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       })}\n`);
     }
   } finally {
-    for (const w of wans) await w.stop();
     await pooler?.stop();
     await readOnlyPooler?.stop();
+    await path?.close();
     await pg.stop();
     rmSync(stateDir, { recursive: true, force: true });
     rmSync(readOnlyStateDir, { recursive: true, force: true });
@@ -187,7 +195,7 @@ function row(out: string[], label: string, t: string, q: string, r = ''): void {
   out.push(`    ${label.padEnd(44)}${cell(t, 14)}${cell(q, 17)}${cell(r, 11)}`);
 }
 
-function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult, scram: ColdStartResult): void {
+function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult, scram: ColdStartResult, mode: VariantPath['mode']): void {
   out.push(`(a) cold start to first row (median of ${o.trials})            TCP+TLS         QUIC full        QUIC 0-RTT  0-RTT, pg startup  0-RTT, read-only`);
   for (const [name, c] of [['trust', trust], ['SCRAM-SHA-256', scram]] as const) {
     const f = (p: ColdPath): string => `${c.rtts[p].toFixed(2)} RTT ${c.ms[p].toFixed(0).padStart(4)} ms`;
@@ -200,7 +208,11 @@ function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult,
   out.push(`    first query sent behind the last login message (fast start): trust ${pl(trust)}; SCRAM ${pl(scram)}`);
   out.push('    "0-RTT, pg startup": the same resumed connection with fastStart: false (the query waits for ReadyForQuery)');
   out.push('    "0-RTT, read-only": fastStart: \'early-data\' (StartupMessage and select 1 in the 0-RTT flight) to a second daemon with quic.early_data = "read-only"');
-  out.push("    TCP: the relay accepts the connection locally, so the TCP handshake's own round trip is not emulated (a real path adds 1 RTT); TLS starts after SSLRequest (+1 RTT), the only way the daemon serves it");
+  out.push(
+    mode === 'relay'
+      ? "    TCP: the relay accepts the connection locally, so the TCP handshake's own round trip is not emulated (a real path adds 1 RTT); TLS starts after SSLRequest (+1 RTT), the only way the daemon serves it"
+      : "    TCP: the handshake's own round trip is charged (packet path); TLS starts after SSLRequest (+1 RTT), the only way the daemon serves it",
+  );
   out.push('');
 }
 

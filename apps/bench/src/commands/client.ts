@@ -1,8 +1,10 @@
 // `quicpool-bench client` (`pnpm bench:client`): cold start to first row, idle-session cost and
-// time to drain 2,000 sessions, TCP+TLS vs the quicpool client over QUIC, under the WAN emulator,
-// in one run (--parts a,b,c). The pooler is the real quicpool daemon.
+// time to drain 2,000 sessions, TCP+TLS vs the quicpool client over QUIC, across the WAN path
+// (--path: auto, the packet path as root, else the user-space relay), in one run (--parts a,b,c).
+// The pooler is the real quicpool daemon.
 import { defineCommand, JSON_OPTION, UsageError, wholeOption } from '../command-line.js';
 import { runClientBench } from '../client/run-client.js';
+import { PATH_OPTION, pathOption } from '../stack/wan-path.js';
 
 function partsOf(value: string): { cold: boolean; idle: boolean; drain: boolean } {
   const list = value.split(',').map((x) => x.trim());
@@ -13,6 +15,7 @@ function partsOf(value: string): { cold: boolean; idle: boolean; drain: boolean 
 export const command = defineCommand({
   options: {
     ...JSON_OPTION,
+    ...PATH_OPTION,
     parts: { type: 'string', default: 'a,b,c' },
     delay: { type: 'string', default: '15' },
     trials: { type: 'string', default: '5' },
@@ -31,6 +34,7 @@ export const command = defineCommand({
       poolSize: wholeOption('pool-size', values['pool-size']),
       json: values.json,
       parts: partsOf(values.parts),
+      path: pathOption(values.path),
       script: program,
     });
     return 0;

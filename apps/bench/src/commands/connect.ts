@@ -2,18 +2,19 @@
 // pooler over TCP+TLS vs through `quicpool connect`'s agent over QUIC, across the WAN path (--path:
 // auto, the packet path as root, else the user-space relay), and the pooler's sockets and memory
 // with --sessions held open each way.
-import { choiceOption, defineCommand, JSON_OPTION, wholeOption } from '../command-line.js';
+import { defineCommand, JSON_OPTION, wholeOption } from '../command-line.js';
 import { runConnectBench } from '../connect/run-connect.js';
+import { PATH_OPTION, pathOption } from '../stack/wan-path.js';
 
 export const command = defineCommand({
   options: {
     ...JSON_OPTION,
+    ...PATH_OPTION,
     delay: { type: 'string', default: '15' },
     trials: { type: 'string', default: '20' },
     clients: { type: 'string', default: '50' },
     seconds: { type: 'string', default: '10' },
     sessions: { type: 'string', default: '2000' },
-    path: { type: 'string', default: 'auto' },
   },
   async run({ values, program }) {
     await runConnectBench({
@@ -23,7 +24,7 @@ export const command = defineCommand({
       seconds: wholeOption('seconds', values.seconds),
       sessions: wholeOption('sessions', values.sessions),
       json: values.json,
-      path: choiceOption('path', values.path, ['auto', 'packet', 'relay'] as const),
+      path: pathOption(values.path),
       script: program,
     });
     return 0;

@@ -7,6 +7,7 @@
 // socket). Otherwise: the old user-space relay, which terminates TCP (its retransmissions then
 // run on a ~0.1 ms loopback leg) and cannot drop TCP segments at all, so loss scenarios cannot run
 // on it. choosePathMode() decides, once per run, and says so.
+import { choiceOption } from '../command-line.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
 import type { PathFacts } from '../scenarios/types.js';
@@ -14,6 +15,13 @@ import type { RunningRelay } from './relay.js';
 import { startRelay } from './relay.js';
 
 export type PathMode = 'packet' | 'relay';
+
+/** The `--path` option of every benchmark that has distance: auto (the packet path where it can be built), packet or relay. */
+export const PATH_OPTION = { path: { type: 'string', default: 'auto' } } as const;
+
+export function pathOption(value: string): PathMode | 'auto' {
+  return choiceOption('path', value, ['auto', 'packet', 'relay'] as const);
+}
 
 /** Where the clients run: processes of their own (inside the client namespace), or this process. */
 export type ClientSide = 'process' | 'here';
