@@ -1,25 +1,21 @@
-// `quicpool-bench transport` (`pnpm bench:transport`): what one 200-byte request/response costs
-// over each transport, client and server in separate processes (CPU µs per round trip per side,
-// round trips/s, latency, RSS), and how many round trips a client waits for its first response
-// through a 15 ms WAN, fresh QUIC connection against 0-RTT resumption. Also this machine's floor
-// for QUIC: quiche (through the binding) alone in memory, and Node's UDP alone, per round trip per side.
-// The QUIC rows run over each UDP I/O path (--io: `quic 1x40 native`, the batched native module;
-// `quic 1x40 dgram`, node:dgram); without the native module only the dgram rows run, and say so.
-// --matrixai: connections x streams for the @matrixai/quic high-level reference (keep streams < 1000).
-// --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every
-// figure in the table is the median of its N runs: single runs on this shared 2-core machine move by 10-20%.
+// `quicpool-bench transport` (`pnpm bench:transport`): what one 200-byte request/response costs over
+// each transport, client and server in separate processes (CPU µs per round trip per side, round
+// trips/s, latency, RSS); the round trips to a first response through a 15 ms WAN, fresh QUIC against
+// 0-RTT; and this machine's floor for QUIC (quiche alone in memory, UDP alone). --io: the UDP I/O
+// paths of the QUIC rows (`native`, the batched module, skipped with a note where it is missing;
+// `dgram`). --matrixai: connections x streams of the @matrixai/quic high-level reference (streams < 1000).
+// --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every figure
+// in the table is the median of its N runs: single runs on this shared 2-core machine move by 10-20%.
 import { udpIoStatus } from '@quicpool/transport';
 import type { UdpIoKind } from '@quicpool/transport';
 import { defineCommand, JSON_OPTION, UsageError, wholeOption } from '../command-line.js';
 import type { FirstResponseResult } from '../transport/first-response.js';
 import { measureFirstResponse } from '../transport/first-response.js';
-import { runMatrixaiPingPong } from '../transport/matrixai-pingpong.js';
-import { runQuicPingPong } from '../transport/quic-pingpong.js';
-import { nativeUdpFloor, quicheFloor, udpFloor } from '../transport/quic-floor.js';
-import { round1 } from '../report/round.js';
+import type { PingPongResult, PingPongVariant } from '../transport/pingpong-harness.js';
+import { pingPongLabel, runPingPong } from '../transport/pingpong-harness.js';
+import type { Floor } from '../transport/quic-floor.js';
+import { measureFloor } from '../transport/quic-floor.js';
 import { medianRows, printTable, quicVsTcp, summary } from '../transport/summary.js';
-import type { Floor, Row } from '../transport/summary.js';
-import { runTcpPingPong } from '../transport/tcp-pingpong.js';
 
 const QUIC_SCENARIOS = [[1, 1], [1, 40], [50, 40]] as const;
 
@@ -50,86 +46,53 @@ export const command = defineCommand({
     }
     // What the `quic` figures of the JSON line use: the native path whenever it ran.
     const quicIo: UdpIoKind = ioPaths.includes('native') ? 'native' : 'dgram';
-    const runs: Row[] = [];
+    const matrixai = values.matrixai.split(',').map((scenario) => {
+      const [connections, streamsPerConnection] = scenario.split('x').map(Number);
+      if (connections === undefined || streamsPerConnection === undefined || !(connections > 0) || !(streamsPerConnection > 0)) {
+        throw new UsageError(`bad --matrixai ${scenario}`);
+      }
+      return { transport: 'matrixai', connections, streamsPerConnection } as const;
+    });
+    const runs: PingPongResult[] = [];
     const failures: Array<{ label: string; error: string }> = [];
-    let round = 1;
-    const attempt = async (label: string, run: () => Promise<Row>): Promise<void> => {
-      process.stderr.write(`running ${label}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} ...\n`);
+    /** Runs one measurement; a failure is reported ("not available") instead of ending the command. */
+    const attempt = async <T>(label: string, run: () => Promise<T>): Promise<T | null> => {
       try {
-        runs.push(await run());
+        return await run();
       } catch (error) {
         failures.push({ label, error: error instanceof Error ? error.message : String(error) });
+        return null;
       }
     };
+    const pingPong = async (round: number, variant: PingPongVariant): Promise<void> => {
+      const label = pingPongLabel(variant);
+      process.stderr.write(`running ${label}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} ...\n`);
+      const row = await attempt(label, () => runPingPong({ ...variant, durationMs, warmupMs, program }));
+      if (row !== null) runs.push(row);
+    };
 
-    for (round = 1; round <= rounds; round++) {
+    for (let round = 1; round <= rounds; round++) {
       if (only.has('tcp')) {
-        for (const sockets of [1, 40, 2000]) {
-          await attempt(`tcp ${sockets}`, async () => ({
-            ...(await runTcpPingPong({ sockets, durationMs, warmupMs, payload: 200, workerScript: program })),
-            sendsPerRt: null,
-            recvsPerRt: null,
-          }));
-        }
+        for (const sockets of [1, 40, 2000]) await pingPong(round, { transport: 'tcp', connections: sockets, streamsPerConnection: 1 });
       }
       if (only.has('quic')) {
-        for (const [connections, streams] of QUIC_SCENARIOS) for (const udpIo of ioPaths) {
-          await attempt(`quic ${connections}x${streams} ${udpIo}`, async () => {
-            const r = await runQuicPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, serverScript: program, udpIo });
-            return {
-              label: `quic ${r.scenario} ${udpIo}`,
-              roundTrips: r.roundTrips,
-              roundTripsPerSec: r.roundTripsPerSec,
-              usPerRtClient: r.clientCpuUsPerRoundTrip,
-              usPerRtServer: r.serverCpuUsPerRoundTrip,
-              p50Us: r.p50Us,
-              p99Us: r.p99Us,
-              rssClientMB: r.clientRssMb,
-              rssServerMB: r.serverRssMb,
-              datagramsPerRt: r.datagramsPerRoundTrip,
-              sendsPerRt: r.sendCallsPerRoundTrip,
-              recvsPerRt: r.recvCallsPerRoundTrip,
-            };
-          });
+        for (const [connections, streamsPerConnection] of QUIC_SCENARIOS) {
+          for (const udpIo of ioPaths) await pingPong(round, { transport: 'quic', connections, streamsPerConnection, udpIo });
         }
       }
-      if (only.has('matrixai')) {
-        for (const scenario of values.matrixai.split(',')) {
-          const [connections, streams] = scenario.split('x').map(Number);
-          if (connections === undefined || streams === undefined || !(connections > 0) || !(streams > 0)) throw new UsageError(`bad --matrixai ${scenario}`);
-          await attempt(`matrixai ${scenario}`, async () => ({
-            ...(await runMatrixaiPingPong({ connections, streamsPerConnection: streams, durationMs, warmupMs, workerScript: program })),
-            sendsPerRt: null,
-            recvsPerRt: null,
-          }));
-        }
-      }
+      if (only.has('matrixai')) for (const variant of matrixai) await pingPong(round, variant);
     }
     const rows = medianRows(runs);
     let first: FirstResponseResult | null = null;
     if (only.has('first')) {
       process.stderr.write('running first response through the WAN emulator ...\n');
-      try {
-        first = await measureFirstResponse(15);
-      } catch (error) {
-        failures.push({ label: 'first response', error: error instanceof Error ? error.message : String(error) });
-      }
+      first = await attempt('first response', () => measureFirstResponse(15));
     }
 
     let floor: Floor | null = null;
     if (only.has('floor')) {
       process.stderr.write('running floor (quiche alone, Node UDP alone, native UDP alone) ...\n');
-      // 40 in flight, as in the 1x40 run: quiche's work per packet and the UDP syscalls, nothing of ours.
-      const quiche = round1(await quicheFloor(40));
-      const udp = round1(await udpFloor(40));
-      const nativeUdp = await nativeUdpFloor(40);
-      floor = {
-        quicheUsPerRtPerSide: quiche,
-        udpUsPerRtPerSide: udp,
-        sumUsPerRtPerSide: round1(quiche + udp),
-        nativeUdpUsPerRtPerSide: nativeUdp === null ? null : round1(nativeUdp),
-        nativeSumUsPerRtPerSide: nativeUdp === null ? null : round1(quiche + nativeUdp),
-      };
+      floor = await measureFloor();
     }
 
     printTable(rows, durationMs, rounds);

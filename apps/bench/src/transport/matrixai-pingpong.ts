@@ -5,69 +5,54 @@
 // connection can never open streams again), and every close is reported as an error event, so
 // error events are swallowed and the worker process exits at the end regardless.
 import { createHmac, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
+import dgram from 'node:dgram';
 import type { QUICConnection, QUICStream } from '@matrixai/quic';
 import { QUICClient, QUICServer, events } from '@matrixai/quic';
-import { generateDevCertificates } from '@quicpool/transport';
-import type { PingPongResult } from './pingpong-harness.js';
-import { runForkedPingPong } from './pingpong-harness.js';
-import type { ClientRole, PingPongConfig, RoleFactory, ServerRole } from './pingpong-worker.js';
-import { countDatagramsSent } from './pingpong-worker.js';
-
-export interface MatrixaiPingPongOptions {
-  connections: number;
-  streamsPerConnection: number;
-  durationMs: number;
-  payload?: number;
-  warmupMs?: number;
-  workerScript?: string;
-}
+import type { PingPongConfig, Role, RoleFactory, UdpCounters } from './pingpong-worker.js';
 
 /** Streams the server allows per connection; the client stays well below it. */
 const SERVER_STREAM_LIMIT = 1000;
 
-export async function runMatrixaiPingPong(options: MatrixaiPingPongOptions): Promise<PingPongResult> {
-  if (options.streamsPerConnection >= SERVER_STREAM_LIMIT) throw new Error('stay below the stream limit (library defect)');
-  const certs = await generateDevCertificates({ names: ['localhost'] });
-  return runForkedPingPong({
-    label: `matrixai ${options.connections}x${options.streamsPerConnection}`,
-    workerScript: options.workerScript ?? process.argv[1] ?? '',
-    serverRole: 'matrixai-server',
-    clientRole: 'matrixai-client',
-    config: {
-      connections: options.connections,
-      streamsPerConnection: options.streamsPerConnection,
-      payloadBytes: options.payload ?? 200,
-      certPem: certs.certPem,
-      keyPem: certs.keyPem,
-      caPem: certs.caPem,
-    },
-    durationMs: options.durationMs,
-    warmupMs: options.warmupMs ?? 1000,
-  });
+/** Checked in the bench's process, before any worker starts. */
+export function assertBelowStreamLimit(streamsPerConnection: number): void {
+  if (streamsPerConnection >= SERVER_STREAM_LIMIT) throw new Error('stay below the stream limit (library defect)');
 }
 
 const ALPN = ['pgsql/3'];
 
+let datagramsSent = 0;
+let instrumented = false;
+
 /**
- * The library logs every stream's lifecycle at INFO through console.error (its default logger).
- * Taking its Logger class would need another dependency, so the worker process (which runs only
- * this role) drops those lines and keeps everything else.
+ * Once per worker process (it runs only this role). The library logs every stream's lifecycle at
+ * INFO through console.error (its default logger; taking its Logger class would need another
+ * dependency): those lines are dropped, everything else kept. Its UDP is not ours to count, so
+ * dgram's send is wrapped to count every datagram sent (one extra call per datagram).
  */
-function muteLibraryInfoLogs(): void {
-  const original = console.error.bind(console);
+function instrumentProcess(): void {
+  if (instrumented) return;
+  instrumented = true;
+  const log = console.error.bind(console);
   console.error = (...args: unknown[]): void => {
     if (typeof args[0] === 'string' && args[0].startsWith('INFO:')) return;
-    original(...args);
+    log(...args);
   };
+  const send = dgram.Socket.prototype.send;
+  dgram.Socket.prototype.send = function countedSend(this: dgram.Socket, ...args: unknown[]): void {
+    datagramsSent++;
+    (send as (...a: unknown[]) => void).apply(this, args);
+  } as typeof send;
 }
 
-async function matrixaiServer(config: PingPongConfig): Promise<ServerRole> {
-  muteLibraryInfoLogs();
-  countDatagramsSent();
-  const hmacKey = randomBytes(32);
+const udpCounters = (): UdpCounters => ({ datagramsOut: datagramsSent, sendCalls: null, recvCalls: null, io: null });
+
+const toArrayBuffer = (buffer: Buffer): ArrayBuffer => Uint8Array.from(buffer).buffer;
+
+async function matrixaiServer(config: PingPongConfig): Promise<Role> {
+  instrumentProcess();
   const server = new QUICServer({
     crypto: {
-      key: toArrayBuffer(hmacKey),
+      key: toArrayBuffer(randomBytes(32)),
       ops: {
         // Retry tokens are HMAC-signed by the application.
         sign: async (key, data) => toArrayBuffer(createHmac('sha256', Buffer.from(key)).update(Buffer.from(data)).digest()),
@@ -91,15 +76,11 @@ async function matrixaiServer(config: PingPongConfig): Promise<ServerRole> {
     const connection = (event as events.EventQUICServerConnection).detail;
     connection.addEventListener(events.EventQUICConnectionError.name, () => {});
     connection.addEventListener(events.EventQUICConnectionStream.name, (streamEvent: Event) => {
-      const stream = (streamEvent as events.EventQUICConnectionStream).detail;
-      void echo(stream);
+      void echo((streamEvent as events.EventQUICConnectionStream).detail);
     });
   });
   await server.start({ host: '127.0.0.1', port: 0 });
-  return {
-    port: server.port,
-    close: () => server.stop({ force: true }),
-  };
+  return { port: server.port, close: () => server.stop({ force: true }), udpCounters };
 }
 
 async function echo(stream: QUICStream): Promise<void> {
@@ -118,9 +99,8 @@ async function echo(stream: QUICStream): Promise<void> {
   }
 }
 
-async function matrixaiClient(config: PingPongConfig, onRoundTrip: (ms: number) => void): Promise<ClientRole> {
-  muteLibraryInfoLogs();
-  countDatagramsSent();
+async function matrixaiClient(config: PingPongConfig, onRoundTrip: (ms: number) => void): Promise<Role> {
+  instrumentProcess();
   const clients: QUICClient[] = [];
   for (let i = 0; i < config.connections; i++) {
     const client = await QUICClient.createQUICClient({
@@ -135,9 +115,8 @@ async function matrixaiClient(config: PingPongConfig, onRoundTrip: (ms: number) 
   }
   let running = true;
   const payload = new Uint8Array(config.payloadBytes).fill(0x61);
-  const loops: Array<Promise<void>> = [];
   for (const client of clients) {
-    for (let s = 0; s < config.streamsPerConnection; s++) loops.push(pingPong(client.connection, payload, onRoundTrip, () => running));
+    for (let s = 0; s < config.streamsPerConnection; s++) void pingPong(client.connection, payload, onRoundTrip, () => running);
   }
   return {
     close: async () => {
@@ -147,15 +126,11 @@ async function matrixaiClient(config: PingPongConfig, onRoundTrip: (ms: number) 
         new Promise((resolve) => setTimeout(resolve, 1000)),
       ]);
     },
+    udpCounters,
   };
 }
 
-async function pingPong(
-  connection: QUICConnection,
-  payload: Uint8Array,
-  onRoundTrip: (ms: number) => void,
-  running: () => boolean,
-): Promise<void> {
+async function pingPong(connection: QUICConnection, payload: Uint8Array, onRoundTrip: (ms: number) => void, running: () => boolean): Promise<void> {
   const stream = connection.newStream('bidi');
   stream.addEventListener(events.EventQUICStreamError.name, () => {});
   const reader = stream.readable.getReader();
@@ -175,10 +150,6 @@ async function pingPong(
   } catch {
     // Destroyed at the end of the run.
   }
-}
-
-function toArrayBuffer(buffer: Buffer): ArrayBuffer {
-  return buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer;
 }
 
 export const matrixaiRoles: Record<string, RoleFactory> = { 'matrixai-server': matrixaiServer, 'matrixai-client': matrixaiClient };

@@ -1,15 +1,21 @@
-// The parent side of a ping-pong benchmark: forks a server worker and a client worker (the same
-// bench program, started with PINGPONG_FLAG), lets the client warm up, then measures one window:
-// round trips counted by the client, CPU and RSS reported by each side for that window.
+// A ping-pong run, driven from the bench's process: starts the server side and the client side
+// (forked workers of this same bench program; our QUIC client in this process, as it always ran),
+// lets the client warm up, then measures one window: round trips counted by the client, CPU, RSS
+// and UDP counters reported by each side for that window.
 import { performance } from 'node:perf_hooks';
-import type { FromWorker, PingPongConfig, ToWorker, WindowReport } from './pingpong-worker.js';
-import { PINGPONG_FLAG } from '../commands/worker-flags.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { generateDevCertificates } from '@quicpool/transport';
+import type { UdpIoKind } from '@quicpool/transport';
+import { PINGPONG_FLAG, QUIC_SERVER_FLAG } from '../commands/worker-flags.js';
 import { IpcChild } from '../process/ipc-child.js';
-import { round1 } from '../report/round.js';
+import { round1, round2 } from '../report/round.js';
+import { assertBelowStreamLimit } from './matrixai-pingpong.js';
+import { PingPongSide } from './pingpong-worker.js';
+import type { FromWorker, PingPongConfig, ToWorker, UdpCounters } from './pingpong-worker.js';
+import { quicRoles } from './quic-pingpong.js';
 
 export interface PingPongResult {
   label: string;
-  roundTrips: number;
   roundTripsPerSec: number;
   /** CPU time (user + system) per round trip, client process and server process. */
   usPerRtClient: number;
@@ -18,53 +24,97 @@ export interface PingPongResult {
   p99Us: number;
   rssClientMB: number;
   rssServerMB: number;
-  /** Datagrams both sides sent per round trip, when the roles count them (UDP-based), else null. */
+  /** Datagrams both sides sent per round trip, when both count them (over UDP), else null. */
   datagramsPerRt: number | null;
+  /** Send and receive system calls of both sides per round trip (our QUIC endpoint), else null. */
+  sendsPerRt: number | null;
+  recvsPerRt: number | null;
 }
 
-export interface HarnessOptions {
-  label: string;
-  /** The built bench program to fork (it must call runPingPongWorker when given PINGPONG_FLAG). */
-  workerScript: string;
-  serverRole: string;
-  clientRole: string;
-  config: Omit<PingPongConfig, 'port'>;
+export interface PingPongVariant {
+  transport: 'tcp' | 'quic' | 'matrixai';
+  /** TCP: sockets, one stream each. */
+  connections: number;
+  streamsPerConnection: number;
+  /** QUIC: the UDP I/O path of both endpoints. */
+  udpIo?: UdpIoKind;
+}
+
+/** 'tcp 40', 'quic 1x40 native', 'matrixai 1x40'. */
+export function pingPongLabel(v: PingPongVariant): string {
+  if (v.transport === 'tcp') return `tcp ${v.connections}`;
+  return `${v.transport} ${v.connections}x${v.streamsPerConnection}${v.udpIo === undefined ? '' : ` ${v.udpIo}`}`;
+}
+
+export interface PingPongOptions extends PingPongVariant {
   durationMs: number;
   warmupMs: number;
+  /** The built bench program: the forked sides run it. */
+  program: string;
 }
 
+/** The latencies our QUIC client keeps per window, in this process. */
+const CLIENT_SAMPLES = 2_000_000;
 const MB = 1024 * 1024;
 
-export async function runForkedPingPong(options: HarnessOptions): Promise<PingPongResult> {
-  const worker = (role: string): IpcChild<ToWorker, FromWorker> => new IpcChild(options.workerScript, [PINGPONG_FLAG, role], []);
-  const server = worker(options.serverRole);
-  const client = worker(options.clientRole);
+type Side = Pick<PingPongSide, 'init' | 'start' | 'stop' | 'exit'>;
+
+/** A side in a child process of the bench program (`args`: its worker flag), driven over IPC. */
+function forked(program: string, args: readonly string[], execArgv?: readonly string[]): Side {
+  const child = new IpcChild<ToWorker, FromWorker>(program, args, execArgv);
+  return {
+    init: async (role, config) => (await child.request({ t: 'init', role, config }, 'ready')).port,
+    start: async () => void (await child.request({ t: 'start' }, 'started')),
+    stop: () => child.request({ t: 'stop' }, 'stopped'),
+    exit: () => child.exit(),
+  };
+}
+
+export async function runPingPong(o: PingPongOptions): Promise<PingPongResult> {
+  const { transport, connections, streamsPerConnection, udpIo } = o;
+  if (transport === 'matrixai') assertBelowStreamLimit(streamsPerConnection);
+  const certs = transport === 'tcp' ? null : await generateDevCertificates({ names: ['localhost'] });
+  const tls = certs === null ? {} : { certPem: certs.certPem, keyPem: certs.keyPem, caPem: certs.caPem };
+  const config: PingPongConfig = { connections, streamsPerConnection, payloadBytes: 200, udpIo, ...tls };
+  // The QUIC server inherits this process's Node flags (unless BENCH_WORKER_NODE_ARGS is set); the workers get none.
+  const server = transport === 'quic' ? forked(o.program, [QUIC_SERVER_FLAG]) : forked(o.program, [PINGPONG_FLAG, `${transport}-server`], []);
+  const client = transport === 'quic' ? new PingPongSide(quicRoles, CLIENT_SAMPLES) : forked(o.program, [PINGPONG_FLAG, `${transport}-client`], []);
   try {
-    const { port } = await server.request({ t: 'init', role: options.serverRole, config: options.config }, 'ready');
-    await client.request({ t: 'init', role: options.clientRole, config: { ...options.config, port } }, 'ready');
-    await new Promise((resolve) => setTimeout(resolve, options.warmupMs));
-    await server.request({ t: 'start' }, 'started');
-    await client.request({ t: 'start' }, 'started');
+    const port = await server.init(`${transport}-server`, config);
+    await client.init(`${transport}-client`, { ...config, port });
+    await sleep(o.warmupMs);
+    await server.start();
+    await client.start();
     const started = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, options.durationMs));
-    const clientReport: WindowReport = await client.request({ t: 'stop' }, 'stopped');
-    const elapsedMs = performance.now() - started;
-    const serverReport: WindowReport = await server.request({ t: 'stop' }, 'stopped');
-    const rts = Math.max(1, clientReport.roundTrips);
+    await sleep(o.durationMs);
+    const stopAsked = performance.now();
+    const c = await client.stop();
+    // A client in this process stops counting when asked; a forked one's window is timed until its
+    // report arrives (IPC and its sorting of the latencies included: well under 1% of a window).
+    const elapsedMs = (client instanceof PingPongSide ? stopAsked : performance.now()) - started;
+    const s = await server.stop();
+    if (udpIo !== undefined && (c.udp?.io !== udpIo || s.udp?.io !== udpIo)) {
+      throw new Error(`asked for ${udpIo} UDP I/O, the endpoints used ${c.udp?.io}/${s.udp?.io}`);
+    }
+    const rts = Math.max(1, c.roundTrips);
+    // Every datagram and call is counted once: the client's plus the server's.
+    const perRt = (get: (u: UdpCounters) => number | null): number | null => {
+      const ofClient = c.udp === null ? null : get(c.udp);
+      const ofServer = s.udp === null ? null : get(s.udp);
+      return ofClient === null || ofServer === null ? null : round2((ofClient + ofServer) / rts);
+    };
     return {
-      label: options.label,
-      roundTrips: clientReport.roundTrips,
-      roundTripsPerSec: Math.round((clientReport.roundTrips * 1000) / elapsedMs),
-      usPerRtClient: round1(clientReport.cpuUs / rts),
-      usPerRtServer: round1(serverReport.cpuUs / rts),
-      p50Us: clientReport.p50Us,
-      p99Us: clientReport.p99Us,
-      rssClientMB: Math.round(clientReport.rssBytes / MB),
-      rssServerMB: Math.round(serverReport.rssBytes / MB),
-      datagramsPerRt:
-        clientReport.datagramsSent === null || serverReport.datagramsSent === null
-          ? null
-          : Math.round(((clientReport.datagramsSent + serverReport.datagramsSent) / rts) * 100) / 100,
+      label: pingPongLabel(o),
+      roundTripsPerSec: Math.round((c.roundTrips * 1000) / elapsedMs),
+      usPerRtClient: round1(c.cpuUs / rts),
+      usPerRtServer: round1(s.cpuUs / rts),
+      p50Us: c.p50Us,
+      p99Us: c.p99Us,
+      rssClientMB: Math.round(c.rssBytes / MB),
+      rssServerMB: Math.round(s.rssBytes / MB),
+      datagramsPerRt: perRt((u) => u.datagramsOut),
+      sendsPerRt: perRt((u) => u.sendCalls),
+      recvsPerRt: perRt((u) => u.recvCalls),
     };
   } finally {
     await Promise.all([client.exit(), server.exit()]);

@@ -1,8 +1,8 @@
-// The child side of a ping-pong benchmark: one process plays one role (a server that echoes, or a
-// client that keeps every stream busy with request/response), so `process.cpuUsage()` over the
-// measured window is that side's CPU alone. The parent (pingpong-harness.ts) drives it over IPC.
-
-import dgram from 'node:dgram';
+// One side of a ping-pong benchmark: a server that echoes, or a client that keeps every stream busy
+// with request/response, measured over one window (CPU, RSS, round trips and their latency, UDP
+// counters). A forked worker plays one side alone, so `process.cpuUsage()` over the window is that
+// side's CPU alone; the parent (pingpong-harness.ts) drives it over IPC, or plays the QUIC client itself.
+import type { UdpIoKind } from '@quicpool/transport';
 
 export interface PingPongConfig {
   /** Client: connections (TCP: sockets) and streams per connection (1 for TCP). */
@@ -15,31 +15,42 @@ export interface PingPongConfig {
   certPem?: string;
   keyPem?: string;
   caPem?: string;
+  /** Our QUIC endpoint's UDP I/O path. */
+  udpIo?: UdpIoKind;
 }
 
-export interface ServerRole {
-  port: number;
-  close(): Promise<void>;
+/** What a role over UDP has counted so far in its process. */
+export interface UdpCounters {
+  datagramsOut: number;
+  /** Send and receive system calls, where the role can count them (our endpoint), else null. */
+  sendCalls: number | null;
+  recvCalls: number | null;
+  /** The I/O path the endpoint really used, where the role chooses one. */
+  io: UdpIoKind | null;
 }
 
-export interface ClientRole {
+export interface Role {
+  /** A server's port. */
+  port?: number;
   close(): Promise<void>;
+  /** Roles over UDP: their counters so far. */
+  udpCounters?(): UdpCounters | Promise<UdpCounters>;
 }
 
 /** Starts a role; a client calls `onRoundTrip(ms)` for every completed request/response. */
-export type RoleFactory = (config: PingPongConfig, onRoundTrip: (latencyMs: number) => void) => Promise<ServerRole | ClientRole>;
-
-export type ToWorker = { t: 'init'; role: string; config: PingPongConfig } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
+export type RoleFactory = (config: PingPongConfig, onRoundTrip: (latencyMs: number) => void) => Promise<Role>;
 
 export interface WindowReport {
-  /** UDP datagrams this process sent in the window, when its role counts them (else null). */
-  datagramsSent: number | null;
   cpuUs: number;
   rssBytes: number;
   roundTrips: number;
   p50Us: number;
   p99Us: number;
+  /** The role's UDP counters over the window, when it counts them. */
+  udp: UdpCounters | null;
 }
+
+export type ToWorker = { t: 'init'; role: string; config: PingPongConfig } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
 
 export type FromWorker =
   | { t: 'ready'; port: number }
@@ -47,89 +58,101 @@ export type FromWorker =
   | ({ t: 'stopped' } & WindowReport)
   | { t: 'failed'; message: string };
 
-let datagramsSent = 0;
-let countingDatagrams = false;
+const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
 
-/**
- * For roles over a UDP library we do not control: counts every datagram this process sends by
- * wrapping dgram's send (one extra call per datagram; the worker runs nothing else).
- */
-export function countDatagramsSent(): void {
-  if (countingDatagrams) return;
-  countingDatagrams = true;
-  const send = dgram.Socket.prototype.send;
-  dgram.Socket.prototype.send = function countedSend(this: dgram.Socket, ...args: unknown[]): void {
-    datagramsSent++;
-    (send as (...a: unknown[]) => void).apply(this, args);
-  } as typeof send;
+/** One side in this process; the harness drives a forked one through the same four calls over IPC. */
+export class PingPongSide {
+  private readonly latencies: Float64Array;
+  private samples = 0;
+  private roundTrips = 0;
+  private counting = false;
+  private cpuAtStart = process.cpuUsage();
+  private udpAtStart: UdpCounters | null = null;
+  private role: Role | null = null;
+
+  /** `maxSamples`: the latencies kept per window. */
+  constructor(private readonly roles: Readonly<Record<string, RoleFactory>>, maxSamples: number) {
+    this.latencies = new Float64Array(maxSamples);
+  }
+
+  /** Starts the role; resolves to its port (0 for a client). */
+  async init(name: string, config: PingPongConfig): Promise<number> {
+    const factory = this.roles[name];
+    if (factory === undefined) throw new Error(`unknown role ${name}`);
+    this.role = await factory(config, (latencyMs) => {
+      if (!this.counting) return;
+      this.roundTrips++;
+      if (this.samples < this.latencies.length) this.latencies[this.samples++] = latencyMs;
+    });
+    return this.role.port ?? 0;
+  }
+
+  async start(): Promise<void> {
+    this.udpAtStart = (await this.role?.udpCounters?.()) ?? null;
+    this.samples = 0;
+    this.roundTrips = 0;
+    this.counting = true;
+    this.cpuAtStart = process.cpuUsage();
+  }
+
+  async stop(): Promise<WindowReport> {
+    const cpu = process.cpuUsage(this.cpuAtStart);
+    this.counting = false;
+    const now = await this.role?.udpCounters?.();
+    const then = this.udpAtStart;
+    const udp =
+      now === undefined || then === null
+        ? null
+        : {
+            datagramsOut: now.datagramsOut - then.datagramsOut,
+            sendCalls: since(now.sendCalls, then.sendCalls),
+            recvCalls: since(now.recvCalls, then.recvCalls),
+            io: now.io,
+          };
+    const n = this.samples;
+    const sorted = this.latencies.subarray(0, n).sort();
+    const at = (q: number): number => (n === 0 ? 0 : (sorted[Math.min(n - 1, Math.floor(q * n))] ?? 0) * 1000);
+    return {
+      cpuUs: cpu.user + cpu.system,
+      rssBytes: process.memoryUsage().rss,
+      roundTrips: this.roundTrips,
+      p50Us: Math.round(at(0.5)),
+      p99Us: Math.round(at(0.99)),
+      udp,
+    };
+  }
+
+  exit(): Promise<void> {
+    return this.role?.close() ?? Promise.resolve();
+  }
 }
 
-/** Latencies kept per window (enough for ~100k round trips/s over 10 s). */
+/** Latencies a forked worker keeps per window (enough for ~100k round trips/s over 10 s). */
 const MAX_SAMPLES = 1 << 20;
 
-export function runPingPongWorker(roles: Record<string, RoleFactory>): void {
-  const latencies = new Float64Array(MAX_SAMPLES);
-  let samples = 0;
-  let roundTrips = 0;
-  let counting = false;
-  let cpuAtStart = process.cpuUsage();
-  let datagramsAtStart = 0;
-  let role: ServerRole | ClientRole | null = null;
+/** The forked worker: plays the side its parent asks for over IPC. */
+export function runPingPongWorker(roles: Readonly<Record<string, RoleFactory>>): void {
+  const side = new PingPongSide(roles, MAX_SAMPLES);
   const send = (message: FromWorker): void => {
     process.send?.(message);
   };
-  const onRoundTrip = (latencyMs: number): void => {
-    if (!counting) return;
-    roundTrips++;
-    if (samples < MAX_SAMPLES) latencies[samples++] = latencyMs;
-  };
-
+  const fail = (error: unknown): void => send({ t: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
   process.on('message', (message: ToWorker) => {
     switch (message.t) {
-      case 'init': {
-        const factory = roles[message.role];
-        if (factory === undefined) {
-          send({ t: 'failed', message: `unknown role ${message.role}` });
-          return;
-        }
-        factory(message.config, onRoundTrip).then(
-          (started) => {
-            role = started;
-            send({ t: 'ready', port: 'port' in started ? started.port : 0 });
-          },
-          (error: unknown) => send({ t: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) }),
-        );
+      case 'init':
+        side.init(message.role, message.config).then((port) => send({ t: 'ready', port }), fail);
         return;
-      }
       case 'start':
-        samples = 0;
-        roundTrips = 0;
-        counting = true;
-        datagramsAtStart = datagramsSent;
-        cpuAtStart = process.cpuUsage();
-        send({ t: 'started' });
+        side.start().then(() => send({ t: 'started' }), fail);
         return;
-      case 'stop': {
-        const cpu = process.cpuUsage(cpuAtStart);
-        counting = false;
-        const sorted = latencies.subarray(0, samples).sort();
-        const at = (q: number): number => (samples === 0 ? 0 : (sorted[Math.min(samples - 1, Math.floor(q * samples))] ?? 0) * 1000);
-        send({
-          t: 'stopped',
-          datagramsSent: countingDatagrams ? datagramsSent - datagramsAtStart : null,
-          cpuUs: cpu.user + cpu.system,
-          rssBytes: process.memoryUsage().rss,
-          roundTrips,
-          p50Us: Math.round(at(0.5)),
-          p99Us: Math.round(at(0.99)),
-        });
+      case 'stop':
+        side.stop().then((report) => send({ t: 'stopped', ...report }), fail);
         return;
-      }
       case 'exit': {
         // Exit even if a library's close hangs: the measurement is done.
         const done = (): never => process.exit(0);
         setTimeout(done, 2000).unref();
-        (role?.close() ?? Promise.resolve()).then(done, done);
+        side.exit().then(done, done);
         return;
       }
       default: {

@@ -6,15 +6,44 @@
 // - the native batched module alone: the same with @quicpool/udp (recvmmsg/sendmmsg, GSO/GRO).
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { quiche } from '@matrixai/quic/native/index.js';
 import type { Config } from '@matrixai/quic/native/index.js';
 import { generateDevCertificates } from '@quicpool/transport';
 import { BatchedUdpSocket, loadUdpBinding, udpAddress } from '@quicpool/udp';
 import type { UdpAddress } from '@quicpool/udp';
+import { round1 } from '../report/round.js';
 
-export interface FloorResult {
-  quicheUsPerRoundTripPerSide: number;
-  udpUsPerDatagramPerSide: number;
+export interface Floor {
+  quicheUsPerRtPerSide: number;
+  udpUsPerRtPerSide: number;
+  sumUsPerRtPerSide: number;
+  nativeUdpUsPerRtPerSide: number | null;
+  nativeSumUsPerRtPerSide: number | null;
+}
+
+/** 40 in flight, as in the 1x40 run: quiche's work per packet and the UDP syscalls, nothing of ours. */
+export async function measureFloor(): Promise<Floor> {
+  const quiche = round1(await quicheFloor(40));
+  const udp = round1(await udpFloor(40));
+  const nativeUdp = await nativeUdpFloor(40);
+  return {
+    quicheUsPerRtPerSide: quiche,
+    udpUsPerRtPerSide: udp,
+    sumUsPerRtPerSide: round1(quiche + udp),
+    nativeUdpUsPerRtPerSide: nativeUdp === null ? null : round1(nativeUdp),
+    nativeSumUsPerRtPerSide: nativeUdp === null ? null : round1(quiche + nativeUdp),
+  };
+}
+
+/** CPU per datagram counted by `datagrams()` over `durationMs`, after 300 ms of warm-up. */
+async function cpuPerDatagram(datagrams: () => number, durationMs: number): Promise<number> {
+  await sleep(300);
+  const n0 = datagrams();
+  const cpu0 = process.cpuUsage();
+  await sleep(durationMs);
+  const cpu = process.cpuUsage(cpu0);
+  return (cpu.user + cpu.system) / Math.max(1, datagrams() - n0);
 }
 
 function configure(c: Config): Config {
@@ -27,7 +56,7 @@ function configure(c: Config): Config {
   return c;
 }
 
-export async function quicheFloor(streams: number, rounds = 2000): Promise<number> {
+async function quicheFloor(streams: number, rounds = 2000): Promise<number> {
   const certs = await generateDevCertificates({ names: ['localhost'] });
   const enc = new TextEncoder();
   const sc = configure(quiche.Config.withBoringSslCtx(false, false, null, [enc.encode(certs.keyPem)], [enc.encode(certs.certPem)], null));
@@ -70,7 +99,7 @@ export async function quicheFloor(streams: number, rounds = 2000): Promise<numbe
   return (cpu.user + cpu.system) / (rounds * streams) / 2;
 }
 
-export async function udpFloor(inFlight: number, durationMs = 1500): Promise<number> {
+async function udpFloor(inFlight: number, durationMs = 1500): Promise<number> {
   const open = (): Promise<dgram.Socket> =>
     new Promise((resolve) => {
       const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20, sendBufferSize: 4 << 20 });
@@ -78,8 +107,8 @@ export async function udpFloor(inFlight: number, durationMs = 1500): Promise<num
     });
   const x = await open();
   const y = await open();
-  await new Promise<void>((r) => x.connect(y.address().port, '127.0.0.1', () => r()));
-  await new Promise<void>((r) => y.connect(x.address().port, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => x.connect(y.address().port, '127.0.0.1', r));
+  await new Promise<void>((r) => y.connect(x.address().port, '127.0.0.1', r));
   const payload = Buffer.alloc(200, 0x61);
   let n = 0;
   let running = true;
@@ -92,19 +121,14 @@ export async function udpFloor(inFlight: number, durationMs = 1500): Promise<num
     if (running) y.send(payload);
   });
   for (let i = 0; i < inFlight; i++) x.send(payload);
-  await new Promise((r) => setTimeout(r, 300));
-  const n0 = n;
-  const cpu0 = process.cpuUsage();
-  await new Promise((r) => setTimeout(r, durationMs));
-  const cpu = process.cpuUsage(cpu0);
-  const dgrams = n - n0;
+  const usPerDatagram = await cpuPerDatagram(() => n, durationMs);
   running = false;
-  await new Promise((r) => setTimeout(r, 50));
+  await sleep(50);
   x.close();
   y.close();
   // Each datagram costs one send on one side and one receive on the other: per side per round
   // trip (one datagram each way) that is the CPU of one send + one receive.
-  return (cpu.user + cpu.system) / Math.max(1, dgrams);
+  return usPerDatagram;
 }
 
 /**
@@ -112,7 +136,7 @@ export async function udpFloor(inFlight: number, durationMs = 1500): Promise<num
  * datagrams, `inFlight` at a time, each batch answered with one sendmmsg. CPU per datagram (= per
  * round trip per side, as `udpFloor`). Null when the module is not available here.
  */
-export async function nativeUdpFloor(inFlight: number, durationMs = 1500): Promise<number | null> {
+async function nativeUdpFloor(inFlight: number, durationMs = 1500): Promise<number | null> {
   if (!loadUdpBinding().available) return null;
   const payload = Buffer.alloc(200, 0x61);
   let n = 0;
@@ -137,12 +161,7 @@ export async function nativeUdpFloor(inFlight: number, durationMs = 1500): Promi
   yAddress = udpAddress('127.0.0.1', y.info().port!);
   try {
     answer(y, inFlight, null);
-    await new Promise((r) => setTimeout(r, 300));
-    const n0 = n;
-    const cpu0 = process.cpuUsage();
-    await new Promise((r) => setTimeout(r, durationMs));
-    const cpu = process.cpuUsage(cpu0);
-    return (cpu.user + cpu.system) / Math.max(1, n - n0);
+    return await cpuPerDatagram(() => n, durationMs);
   } finally {
     running = false;
     x.close();

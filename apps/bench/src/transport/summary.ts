@@ -2,20 +2,10 @@
 // against TCP per round trip, the printed table and the JSON line's object.
 import type { UdpIoKind } from '@quicpool/transport';
 import type { FirstResponseResult } from './first-response.js';
-import type { PingPongResult } from './pingpong-harness.js';
+import type { PingPongResult as Row } from './pingpong-harness.js';
+import type { Floor } from './quic-floor.js';
 import { median } from '../report/median.js';
 import { round1, round2 } from '../report/round.js';
-
-/** A run: the ping-pong figures plus, for QUIC, send/receive system calls per round trip (both sides). */
-export type Row = PingPongResult & { sendsPerRt: number | null; recvsPerRt: number | null };
-
-export interface Floor {
-  quicheUsPerRtPerSide: number;
-  udpUsPerRtPerSide: number;
-  sumUsPerRtPerSide: number;
-  nativeUdpUsPerRtPerSide: number | null;
-  nativeSumUsPerRtPerSide: number | null;
-}
 
 export interface Ratio {
   quic: string;
@@ -54,12 +44,9 @@ export function medianRows(runs: Row[]): Row[] {
   return labels.map((label) => {
     const of = runs.filter((r) => r.label === label);
     const med = (get: (r: Row) => number): number => median(of.map(get)) ?? Number.NaN;
-    const dgrams = of.every((r) => r.datagramsPerRt !== null) ? med((r) => r.datagramsPerRt ?? 0) : null;
-    const sends = of.every((r) => r.sendsPerRt !== null) ? med((r) => r.sendsPerRt ?? 0) : null;
-    const recvs = of.every((r) => r.recvsPerRt !== null) ? med((r) => r.recvsPerRt ?? 0) : null;
+    const medOrNull = (get: (r: Row) => number | null): number | null => (of.every((r) => get(r) !== null) ? med((r) => get(r) ?? 0) : null);
     return {
       label,
-      roundTrips: med((r) => r.roundTrips),
       roundTripsPerSec: Math.round(med((r) => r.roundTripsPerSec)),
       usPerRtClient: round1(med((r) => r.usPerRtClient)),
       usPerRtServer: round1(med((r) => r.usPerRtServer)),
@@ -67,9 +54,9 @@ export function medianRows(runs: Row[]): Row[] {
       p99Us: Math.round(med((r) => r.p99Us)),
       rssClientMB: Math.round(med((r) => r.rssClientMB)),
       rssServerMB: Math.round(med((r) => r.rssServerMB)),
-      datagramsPerRt: dgrams,
-      sendsPerRt: sends,
-      recvsPerRt: recvs,
+      datagramsPerRt: medOrNull((r) => r.datagramsPerRt),
+      sendsPerRt: medOrNull((r) => r.sendsPerRt),
+      recvsPerRt: medOrNull((r) => r.recvsPerRt),
     };
   });
 }
@@ -100,17 +87,6 @@ export function printTable(rows: Row[], durationMs: number, rounds: number): voi
   console.log('(dgrams, sends, recvs: datagrams and send/receive system calls of both sides per round trip)');
 }
 
-type Figures = {
-  roundTripsPerSec: number;
-  usPerRtClient: number;
-  usPerRtServer: number;
-  p50Us: number;
-  p99Us: number;
-  datagramsPerRt?: number;
-  sendCallsPerRt?: number;
-  recvCallsPerRt?: number;
-};
-
 export function summary(
   rows: Row[],
   quicIo: UdpIoKind,
@@ -120,8 +96,8 @@ export function summary(
   failures: Array<{ label: string; error: string }>,
 ): object {
   /** Rows `<prefix> <key>[ <suffix>]` keyed by <key> ('1x40', '40' ...). */
-  const group = (prefix: string, suffix = ''): Record<string, Figures> => {
-    const out: Record<string, Figures> = {};
+  const group = (prefix: string, suffix = ''): Record<string, Record<string, number>> => {
+    const out: Record<string, Record<string, number>> = {};
     for (const r of rows) {
       if (!r.label.startsWith(`${prefix} `) || !r.label.endsWith(suffix)) continue;
       out[r.label.slice(prefix.length + 1, r.label.length - suffix.length)] = {

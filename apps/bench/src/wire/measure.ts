@@ -15,9 +15,8 @@ export interface Result {
 }
 
 /**
- * Warm every contender up, then run `rounds` rounds; in each round every
- * contender (in rotating order, so drift and noise hit all alike) decodes the
- * stream `passes` times. Reports the median round of each.
+ * Warm every contender up, then run `rounds` rounds; in each round every contender (in rotating
+ * order, so drift and noise hit all alike) decodes the stream `passes` times. Reports the median round of each.
  */
 export function measure(
   contenders: readonly Contender[],
