@@ -11,18 +11,3 @@ export const realClock: Clock = {
   now: () => performance.now(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
 };
-
-/** A clock whose sleep advances time instantly (tests). */
-export class FakeClock implements Clock {
-  constructor(private t = 0) {}
-  now(): number {
-    return this.t;
-  }
-  async sleep(ms: number): Promise<void> {
-    this.t += Math.max(0, ms);
-    await Promise.resolve();
-  }
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}

@@ -8,7 +8,7 @@ import { realClock } from './clock.js';
 import type { Ramp } from './schedule.js';
 import { RampTicker } from './schedule.js';
 import type { ClientVariant } from './variant.js';
-import { WORKLOAD_SQL, failureReasonOf } from './variant.js';
+import { Fifo, WORKLOAD_SQL, failureReasonOf } from './variant.js';
 
 export interface OpenLoopOptions {
   variant: ClientVariant;
@@ -18,58 +18,38 @@ export interface OpenLoopOptions {
   tickMs?: number;
   /** A query not answered this long after issue counts as failed ('timeout'). Default 10 000 ms. */
   timeoutMs?: number;
-  sql?: string;
   clock?: Clock;
   /** Called after every tick (progress). */
   onTick?: (elapsedMs: number) => void;
 }
 
-export interface OpenLoopResult {
-  issued: number;
-  /** From the first tick to the last query settled. */
-  durationMs: number;
-  /** Time the ramp itself took (>= ramp.durationMs). */
-  rampMs: number;
-}
-
-interface InFlight {
-  deadline: number;
-  settled: boolean;
-}
-
-export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopResult> {
+/**
+ * Runs the ramp. `durationMs`: from the first tick to the last query settled; `rampMs`: the time
+ * the ramp itself took (>= ramp.durationMs).
+ */
+export async function runOpenLoop(options: OpenLoopOptions): Promise<{ issued: number; durationMs: number; rampMs: number }> {
   const clock = options.clock ?? realClock;
   const tickMs = Math.max(1, options.tickMs ?? 10);
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const sql = options.sql ?? WORKLOAD_SQL;
   const { variant, recorder } = options;
   const ticker = new RampTicker(options.ramp);
   // Issue order = deadline order (constant timeout), so expiry is a sweep from the head.
-  let inFlight: InFlight[] = [];
-  let head = 0;
+  const inFlight = new Fifo<{ deadline: number; settled: boolean }>();
 
   const sweep = (now: number): void => {
-    while (head < inFlight.length) {
-      const entry = inFlight[head];
-      if (entry === undefined) break;
-      if (!entry.settled) {
-        if (entry.deadline > now) break;
-        entry.settled = true;
-        recorder.failed('timeout');
-      }
-      head += 1;
-    }
-    if (head > 4096 && head * 2 > inFlight.length) {
-      inFlight = inFlight.slice(head);
-      head = 0;
+    for (let entry = inFlight.peek(); entry !== undefined && (entry.settled || entry.deadline <= now); entry = inFlight.peek()) {
+      inFlight.shift();
+      if (entry.settled) continue;
+      entry.settled = true;
+      recorder.failed('timeout');
     }
   };
 
   const issue = (now: number): void => {
-    const entry: InFlight = { deadline: now + timeoutMs, settled: false };
+    const entry = { deadline: now + timeoutMs, settled: false };
     inFlight.push(entry);
     recorder.issued();
-    variant.query(sql, entry.deadline).then(
+    variant.query(WORKLOAD_SQL, entry.deadline).then(
       () => {
         if (entry.settled) return;
         entry.settled = true;
@@ -86,8 +66,7 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   const start = clock.now();
   // Hard bound on iterations in case the clock misbehaves: the ramp's ticks, generously.
   const maxTicks = Math.ceil(options.ramp.durationMs / tickMs) * 4 + 1000;
-  let ticks = 0;
-  for (; ticks < maxTicks; ticks++) {
+  for (let ticks = 0; ticks < maxTicks; ticks++) {
     const now = clock.now();
     const elapsed = now - start;
     const count = ticker.tick(elapsed);

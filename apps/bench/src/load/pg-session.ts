@@ -12,18 +12,12 @@ import type { Session } from './session-pool.js';
 /** One extended-protocol exchange ending in Sync: settles on ReadyForQuery. */
 class ProtocolStep implements Submittable {
   private error: unknown = null;
-  readonly done: Promise<void>;
-  private settle: { resolve: () => void; reject: (error: unknown) => void } | null = null;
+  private settle: ((error: unknown) => void) | null = null;
+  readonly done = new Promise<void>((resolve, reject) => {
+    this.settle = (error) => (error === null ? resolve() : reject(error));
+  });
 
-  constructor(private readonly write: (connection: Connection) => void) {
-    this.done = new Promise<void>((resolve, reject) => {
-      this.settle = { resolve, reject };
-    });
-  }
-
-  submit(connection: Connection): void {
-    this.write(connection);
-  }
+  constructor(readonly submit: (connection: Connection) => void) {}
 
   // pg calls these by name on the active submittable; rows are read and dropped.
   handleRowDescription(): void {}
@@ -37,41 +31,20 @@ class ProtocolStep implements Submittable {
   handleError(error: unknown): void {
     this.error = error;
     // A connection-level error never gets a ReadyForQuery: settle now (a second settle is a no-op).
-    this.finish();
+    this.handleReadyForQuery();
   }
 
   handleReadyForQuery(): void {
-    this.finish();
-  }
-
-  private finish(): void {
-    const settle = this.settle;
+    this.settle?.(this.error);
     this.settle = null;
-    if (settle === null) return;
-    if (this.error === null) settle.resolve();
-    else settle.reject(this.error);
   }
 }
 
-// A named statement per query, as tokio-postgres' `prepare` (the original client) does: an unnamed
-// one would not survive a transaction pooler, which may give the Bind another server connection
-// once the first Sync ended the transaction. The statement is closed with the second exchange
-// (tokio-postgres closes it when the Statement is dropped), so nothing accumulates.
-function parseDescribe(sql: string, name: string): ProtocolStep {
-  return new ProtocolStep((c) => {
-    c.parse({ name, text: sql, types: [] }, true);
-    c.describe({ type: 'S', name }, true);
-    c.sync();
-  });
-}
-
-function bindExecute(name: string): ProtocolStep {
-  return new ProtocolStep((c) => {
-    c.bind({ portal: '', statement: name, values: [] }, true);
-    c.execute({ portal: '' }, true); // rows omitted = all rows
-    c.close({ type: 'S', name }, true);
-    c.sync();
-  });
+/** Runs one exchange on the client and waits for its ReadyForQuery. */
+function exchange(client: pg.Client, write: (connection: Connection) => void): Promise<void> {
+  const step = new ProtocolStep(write);
+  client.query(step);
+  return step.done;
 }
 
 let statements = 0;
@@ -91,22 +64,30 @@ export async function openPgSession(options: PgSessionOptions): Promise<Session>
     broken = error;
   });
   await client.connect();
-  const prepare = options.prepare === true;
   return {
     async query(sql: string): Promise<void> {
       if (broken !== null) throw broken;
-      if (prepare) {
-        statements += 1;
-        const name = `qpb_s${statements}`;
-        const first = parseDescribe(sql, name);
-        client.query(first);
-        await first.done;
-        const second = bindExecute(name);
-        client.query(second);
-        await second.done;
+      if (options.prepare !== true) {
+        await client.query(sql);
         return;
       }
-      await client.query(sql);
+      // A named statement per query, as tokio-postgres' `prepare` (the original client) does: an
+      // unnamed one would not survive a transaction pooler, which may give the Bind another server
+      // connection once the first Sync ended the transaction. The statement is closed with the
+      // second exchange (tokio-postgres closes it when the Statement is dropped), so nothing accumulates.
+      statements += 1;
+      const name = `qpb_s${statements}`;
+      await exchange(client, (c) => {
+        c.parse({ name, text: sql, types: [] }, true);
+        c.describe({ type: 'S', name }, true);
+        c.sync();
+      });
+      await exchange(client, (c) => {
+        c.bind({ portal: '', statement: name, values: [] }, true);
+        c.execute({ portal: '' }, true); // rows omitted = all rows
+        c.close({ type: 'S', name }, true);
+        c.sync();
+      });
     },
     async close(): Promise<void> {
       await client.end().catch(() => undefined);

@@ -1,10 +1,22 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from './clock.js';
+import type { Clock } from './clock.js';
 import { runOpenLoop } from './open-loop.js';
 import { RampTicker, dueBy, offeredTotal } from './schedule.js';
 import type { ClientVariant } from './variant.js';
 import { LoadRecorder } from '../telemetry/recorder.js';
+
+/** A clock whose sleep advances time instantly. */
+class FakeClock implements Clock {
+  private t = 0;
+  now(): number {
+    return this.t;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.t += Math.max(0, ms);
+    await Promise.resolve();
+  }
+}
 
 describe('ramp schedule', () => {
   const ramp = { startRate: 0, endRate: 1000, durationMs: 1000 };

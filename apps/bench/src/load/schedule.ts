@@ -24,12 +24,6 @@ export function offeredTotal(ramp: Ramp): number {
   return dueBy(ramp, ramp.durationMs);
 }
 
-/** The offered rate (q/s) at an instant of the ramp. */
-export function rateAt(ramp: Ramp, elapsedMs: number): number {
-  const f = ramp.durationMs <= 0 ? 1 : Math.min(1, Math.max(0, elapsedMs / ramp.durationMs));
-  return ramp.startRate + (ramp.endRate - ramp.startRate) * f;
-}
-
 /** Turns clock readings into "issue this many now". */
 export class RampTicker {
   private issuedSoFar = 0;

@@ -3,7 +3,7 @@
 // refused at once as 'queue-full'), and a waiter past its deadline is dropped instead of run, so an
 // overloaded run shows failed queries rather than growing memory without limit.
 import type { ClientVariant } from './variant.js';
-import { QueryRejected } from './variant.js';
+import { Fifo, QueryRejected } from './variant.js';
 import { performance } from 'node:perf_hooks';
 
 /** One Postgres session of a variant: runs one query at a time. */
@@ -25,40 +25,7 @@ export interface PooledVariantOptions {
   now?: () => number;
 }
 
-interface Waiter {
-  sql: string;
-  deadline: number;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
-/** A ring-free FIFO: an array with a moving head, compacted when half of it is consumed. */
-class Fifo<T> {
-  private items: T[] = [];
-  private head = 0;
-  get length(): number {
-    return this.items.length - this.head;
-  }
-  push(item: T): void {
-    this.items.push(item);
-  }
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.head += 1;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-  drain(): T[] {
-    const rest = this.items.slice(this.head);
-    this.items = [];
-    this.head = 0;
-    return rest;
-  }
-}
+type Waiter = { sql: string; deadline: number; resolve: () => void; reject: (error: unknown) => void };
 
 export class PooledVariant implements ClientVariant {
   readonly name: string;
@@ -66,15 +33,11 @@ export class PooledVariant implements ClientVariant {
   private readonly idle: Session[] = [];
   private readonly all: Session[] = [];
   private readonly waiting = new Fifo<Waiter>();
-  private readonly maxQueue: number;
-  private readonly now: () => number;
   private closed = false;
 
   constructor(private readonly options: PooledVariantOptions) {
     this.name = options.name;
     this.sessions = options.sessions;
-    this.maxQueue = options.maxQueue ?? 100_000;
-    this.now = options.now ?? (() => performance.now());
   }
 
   async open(): Promise<void> {
@@ -101,7 +64,7 @@ export class PooledVariant implements ClientVariant {
     if (this.closed) return Promise.reject(new QueryRejected('closed'));
     const session = this.idle.pop();
     if (session !== undefined) return this.run(session, sql);
-    if (this.waiting.length >= this.maxQueue) return Promise.reject(new QueryRejected('queue-full'));
+    if (this.waiting.length >= (this.options.maxQueue ?? 100_000)) return Promise.reject(new QueryRejected('queue-full'));
     return new Promise<void>((resolve, reject) => this.waiting.push({ sql, deadline, resolve, reject }));
   }
 
@@ -115,7 +78,7 @@ export class PooledVariant implements ClientVariant {
   /** Hands a freed session to the oldest waiter still worth running. */
   private release(session: Session): void {
     if (this.closed) return;
-    const now = this.now();
+    const now = this.options.now?.() ?? performance.now();
     // Bounded by the queue length; expired waiters were already counted as timeouts by the generator.
     for (let next = this.waiting.shift(); next !== undefined; next = this.waiting.shift()) {
       if (next.deadline <= now) {
@@ -131,7 +94,7 @@ export class PooledVariant implements ClientVariant {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const waiter of this.waiting.drain()) waiter.reject(new QueryRejected('closed'));
+    for (let waiter = this.waiting.shift(); waiter !== undefined; waiter = this.waiting.shift()) waiter.reject(new QueryRejected('closed'));
     const sessions = this.all.splice(0);
     this.idle.length = 0;
     await Promise.allSettled(sessions.map((s) => s.close()));

@@ -35,3 +35,32 @@ export class QueryRejected extends Error {
 export function failureReasonOf(error: unknown): FailureReason {
   return error instanceof QueryRejected ? error.reason : 'error';
 }
+
+/** The queues of the load generator and the session pool: an array with a moving head, compacted once half of it is consumed. */
+export class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  peek(): T | undefined {
+    return this.items[this.head];
+  }
+
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head];
+    this.head += 1;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}

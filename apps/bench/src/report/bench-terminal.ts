@@ -1,12 +1,12 @@
 // What `quicpool-bench bench` prints after a run: the summary table and notes of each scenario,
 // and with several --workers counts the pooler's CPU per query side by side.
 import { cpus } from 'node:os';
-import { variantFigures } from './figures.js';
+import { busiestStep, variantFigures } from './figures.js';
 import { median } from './median.js';
 import type { ScenarioResult } from '../scenarios/types.js';
 
 /** Per scenario and variant: the pooler's CPU per query at the busiest step (median over rounds), queries answered and failed. */
-export type WorkerFigures = Record<string, Record<string, { poolerUsPerQuery: number | null; processed: number; failed: number }>>;
+type WorkerFigures = Record<string, Record<string, { poolerUsPerQuery: number | null; processed: number; failed: number }>>;
 
 export function workerFigures(results: readonly ScenarioResult[]): WorkerFigures {
   const out: WorkerFigures = {};
@@ -15,10 +15,8 @@ export function workerFigures(results: readonly ScenarioResult[]): WorkerFigures
     const variants: WorkerFigures[string] = {};
     for (const name of new Set(r.rounds.flat().map((run) => run.variant))) {
       const runs = r.rounds.flat().filter((run) => run.variant === name).map(variantFigures);
-      const us = runs
-        .map((f) => f.steps.filter((st) => st.label !== 'probe').reduce<(typeof f.steps)[number] | null>((best, st) => (best === null || st.qps > best.qps ? st : best), null)?.usPerQuery.pooler ?? null);
       variants[name] = {
-        poolerUsPerQuery: median(us),
+        poolerUsPerQuery: median(runs.map((f) => busiestStep(f)?.usPerQuery.pooler ?? null)),
         processed: runs.reduce((n, f) => n + f.processed, 0),
         failed: runs.reduce((n, f) => n + f.failed, 0),
       };

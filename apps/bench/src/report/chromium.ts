@@ -11,33 +11,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-export const CHROMIUM_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'];
-
-export const CHROMIUM_MISSING = 'chromium not installed (apt-get install -y --no-install-recommends chromium); PNGs skipped';
-
 /** No picture is taller than this: a reader scrolls a page, not a picture. */
-export const MAX_PNG_HEIGHT = 2_000;
-
-export type CaptureOutcome = { readonly ok: true; readonly files: readonly string[] } | { readonly ok: false; readonly reason: string };
+const MAX_PNG_HEIGHT = 2_000;
+const TIMEOUT_MS = 120_000;
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', '--remote-debugging-pipe'];
 
 /** The browser binary: $CHROMIUM_PATH if set (empty = pretend none), else the usual Debian paths. */
 export function findChromium(): string | null {
   const configured = process.env.CHROMIUM_PATH;
   if (configured !== undefined) return configured !== '' && existsSync(configured) ? configured : null;
-  return CHROMIUM_CANDIDATES.find((path) => existsSync(path)) ?? null;
+  return ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'].find((path) => existsSync(path)) ?? null;
 }
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', '--remote-debugging-pipe'];
-
-interface Reply {
-  readonly id?: number;
-  readonly method?: string;
-  readonly result?: Record<string, unknown>;
-  readonly error?: { readonly message: string };
-}
+type Shot = { readonly selector: string; readonly file: string };
+type CaptureOutcome = { readonly ok: true; readonly files: readonly string[] } | { readonly ok: false; readonly reason: string };
+type Reply = { readonly id?: number; readonly method?: string; readonly result?: Record<string, unknown>; readonly error?: { readonly message: string } };
 
 /** The DevTools protocol over Chromium's pipe: JSON messages ended by a NUL byte. */
-function devtools(input: Writable, output: Readable): { send: (method: string, params?: object, sessionId?: string) => Promise<Record<string, unknown>>; event: (method: string) => Promise<void> } {
+function devtools(input: Writable, output: Readable) {
   let buffered = '';
   let next = 0;
   const replies = new Map<number, (r: Reply) => void>();
@@ -52,7 +43,7 @@ function devtools(input: Writable, output: Readable): { send: (method: string, p
     }
   });
   return {
-    send: (method, params = {}, sessionId) =>
+    send: (method: string, params: object = {}, sessionId?: string): Promise<Record<string, unknown>> =>
       new Promise((resolve, reject) => {
         const id = ++next;
         replies.set(id, (r) => {
@@ -62,52 +53,47 @@ function devtools(input: Writable, output: Readable): { send: (method: string, p
         });
         input.write(`${JSON.stringify({ id, method, params, ...(sessionId === undefined ? {} : { sessionId }) })}\0`);
       }),
-    event: (method) => new Promise((resolve) => waiting.set(method, resolve)),
+    event: (method: string): Promise<void> => new Promise((resolve) => waiting.set(method, resolve)),
   };
 }
 
-/**
- * Loads `htmlPath` at `width` px and writes one PNG per selector (the first element it matches)
- * to `files[i]`, each clipped to the element and at most MAX_PNG_HEIGHT px tall.
- */
-export async function captureElements(htmlPath: string, width: number, shots: ReadonlyArray<{ readonly selector: string; readonly file: string }>, timeoutMs = 120_000): Promise<CaptureOutcome> {
+/** Loads the page at `width` px and screenshots each selector's first element into its file, clipped to it. */
+async function screenshots(cdp: ReturnType<typeof devtools>, htmlPath: string, width: number, shots: readonly Shot[]): Promise<string[]> {
+  const { targetId } = await cdp.send('Target.createTarget', { url: 'about:blank' });
+  const session = String((await cdp.send('Target.attachToTarget', { targetId, flatten: true })).sessionId);
+  await cdp.send('Page.enable', {}, session);
+  await cdp.send('Emulation.setDeviceMetricsOverride', { width, height: 1_000, deviceScaleFactor: 1, mobile: false }, session);
+  const loaded = cdp.event('Page.loadEventFired');
+  await cdp.send('Page.navigate', { url: pathToFileURL(htmlPath).href }, session);
+  await loaded;
+  for (const shot of shots) {
+    const expression = `(() => { const e = document.querySelector(${JSON.stringify(shot.selector)}); if (!e) return null; const r = e.getBoundingClientRect(); return [r.top + scrollY, r.height]; })()`;
+    const { result } = await cdp.send('Runtime.evaluate', { expression, returnByValue: true }, session);
+    const box = (result as { value?: [number, number] | null }).value;
+    if (box === null || box === undefined) throw new Error(`nothing matches ${shot.selector}`);
+    const clip = { x: 0, y: Math.max(0, box[0] - 8), width, height: Math.min(MAX_PNG_HEIGHT, Math.ceil(box[1]) + 16), scale: 1 };
+    const { data } = await cdp.send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true }, session);
+    await writeFile(shot.file, Buffer.from(String(data), 'base64'));
+  }
+  await cdp.send('Browser.close').catch(() => undefined);
+  return shots.map((shot) => shot.file);
+}
+
+/** One PNG per shot, each at most MAX_PNG_HEIGHT px tall; or why there are none. */
+export async function captureElements(htmlPath: string, width: number, shots: readonly Shot[]): Promise<CaptureOutcome> {
   const binary = findChromium();
-  if (binary === null) return { ok: false, reason: CHROMIUM_MISSING };
+  if (binary === null) return { ok: false, reason: 'chromium not installed (apt-get install -y --no-install-recommends chromium); PNGs skipped' };
   const profile = await mkdtemp(join(tmpdir(), 'quicpool-chromium-'));
   const child = spawn(binary, [...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2_000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
   try {
     const [input, output] = [child.stdio[3], child.stdio[4]];
     if (!(input !== null && input !== undefined && 'write' in input) || !(output !== null && output !== undefined && 'on' in output)) throw new Error('no DevTools pipe');
-    const cdp = devtools(input as Writable, output as Readable);
     const failed = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`chromium exited (${code ?? 'signal'})`))));
-    const run = async (): Promise<string[]> => {
-      const { targetId } = await cdp.send('Target.createTarget', { url: 'about:blank' });
-      const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: true });
-      const session = String(sessionId);
-      await cdp.send('Page.enable', {}, session);
-      await cdp.send('Emulation.setDeviceMetricsOverride', { width, height: 1_000, deviceScaleFactor: 1, mobile: false }, session);
-      const loaded = cdp.event('Page.loadEventFired');
-      await cdp.send('Page.navigate', { url: pathToFileURL(htmlPath).href }, session);
-      await loaded;
-      const files: string[] = [];
-      for (const shot of shots) {
-        const expression = `(() => { const e = document.querySelector(${JSON.stringify(shot.selector)}); if (!e) return null; const r = e.getBoundingClientRect(); return [r.top + scrollY, r.height]; })()`;
-        const { result } = await cdp.send('Runtime.evaluate', { expression, returnByValue: true }, session);
-        const box = (result as { value?: [number, number] | null }).value;
-        if (box === null || box === undefined) throw new Error(`nothing matches ${shot.selector}`);
-        const clip = { x: 0, y: Math.max(0, box[0] - 8), width, height: Math.min(MAX_PNG_HEIGHT, Math.ceil(box[1]) + 16), scale: 1 };
-        const { data } = await cdp.send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true }, session);
-        await writeFile(shot.file, Buffer.from(String(data), 'base64'));
-        files.push(shot.file);
-      }
-      await cdp.send('Browser.close').catch(() => undefined);
-      return files;
-    };
-    return { ok: true, files: await Promise.race([run(), failed]) };
+    return { ok: true, files: await Promise.race([screenshots(devtools(input as Writable, output as Readable), htmlPath, width, shots), failed]) };
   } catch (error) {
     return { ok: false, reason: `chromium failed: ${error instanceof Error ? error.message : String(error)} ${stderr.slice(-300)}`.trim() };
   } finally {

@@ -7,72 +7,34 @@ import type { TelemetryRow } from '../telemetry/csv.js';
 import { PROCESS_CPU } from '../telemetry/csv.js';
 
 export type ProcessName = (typeof PROCESS_CPU)[number]['process'];
+export type StepFigures = ReturnType<typeof stepOf>;
+export type VariantFigures = ReturnType<typeof variantFigures>;
 
 const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
 const sum = (rows: readonly TelemetryRow[], pick: (r: TelemetryRow) => number | null): number => rows.reduce((s, r) => s + (pick(r) ?? 0), 0);
+const perProcess = <T>(value: (p: (typeof PROCESS_CPU)[number]) => T): Record<ProcessName, T> =>
+  Object.fromEntries(PROCESS_CPU.map((p) => [p.process, value(p)])) as Record<ProcessName, T>;
 
-export interface StepFigures {
-  readonly label: string;
-  readonly seconds: number;
-  readonly qps: number;
-  /** CPU ms per second per process (null: not measured) */
-  readonly msPerSec: Readonly<Record<ProcessName, number | null>>;
-  /** CPU µs per query per process. */
-  readonly usPerQuery: Readonly<Record<ProcessName, number | null>>;
-  /** The whole machine's busy CPU ms per second (these processes and everything else). */
-  readonly machineMsPerSec: number | null;
-}
-
-export interface CpuFit {
-  /** CPU per second that does not depend on the load (timers, polling, keep-alives). */
-  readonly fixedMsPerSec: number;
-  /** CPU per query on top of it. */
-  readonly usPerQuery: number;
-}
-
-export interface VariantFigures {
-  readonly sessions: number;
-  readonly offered: number;
-  readonly processed: number;
-  readonly failed: number;
-  readonly peakProcessedPerSec: number;
-  /** Mean latency of the queries answered in the last 3 s of the load (the peak offered rate). */
-  readonly peakMeanLatencyMs: number | null;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly maxMs: number;
-  readonly peakActive: number;
-  readonly peakRssMB: number;
-  /** Mean client CPU over the run, ms per second (1000 = one core). */
-  readonly meanCpuMsPerSec: number;
-  readonly poolerPeakRssMB: number | null;
-  readonly openMs: number;
-  readonly rttMs: number | null;
-  readonly fds: number | null;
-  readonly poolerFds: number | null;
-  /** The probe (low constant rate), then the load in steps. */
-  readonly steps: readonly StepFigures[];
-  readonly cpuFit: Readonly<Record<ProcessName, CpuFit | null>>;
-}
-
-function stepOf(label: string, rows: readonly TelemetryRow[]): StepFigures {
+function stepOf(label: string, rows: readonly TelemetryRow[]) {
   const processed = sum(rows, (r) => r.number_of_queries_processed);
   const seconds = rows.length;
-  const msPerSec = {} as Record<ProcessName, number | null>;
-  const usPerQuery = {} as Record<ProcessName, number | null>;
-  for (const p of PROCESS_CPU) {
-    const known = rows.some((r) => r[p.ms] !== null);
-    const ms = sum(rows, (r) => r[p.ms]);
-    msPerSec[p.process] = known && seconds > 0 ? round(ms / seconds, 1) : null;
-    usPerQuery[p.process] = known && processed > 0 ? round((ms * 1000) / processed, 1) : null;
-  }
-  const other = rows.some((r) => r.other_cpu_milliseconds !== null);
+  const known = (p: (typeof PROCESS_CPU)[number]): boolean => rows.some((r) => r[p.ms] !== null);
   const machine = sum(rows, (r) => r.other_cpu_milliseconds) + PROCESS_CPU.reduce((t, p) => t + sum(rows, (r) => r[p.ms]), 0);
-  return { label, seconds, qps: seconds === 0 ? 0 : round(processed / seconds, 1), msPerSec, usPerQuery, machineMsPerSec: other && seconds > 0 ? round(machine / seconds, 0) : null };
+  return {
+    label,
+    seconds,
+    qps: seconds === 0 ? 0 : round(processed / seconds, 1),
+    /** CPU ms per second per process (null: not measured) */
+    msPerSec: perProcess((p) => (known(p) && seconds > 0 ? round(sum(rows, (r) => r[p.ms]) / seconds, 1) : null)),
+    /** CPU µs per query per process. */
+    usPerQuery: perProcess((p) => (known(p) && processed > 0 ? round((sum(rows, (r) => r[p.ms]) * 1000) / processed, 1) : null)),
+    /** The whole machine's busy CPU ms per second (these processes and everything else). */
+    machineMsPerSec: rows.some((r) => r.other_cpu_milliseconds !== null) && seconds > 0 ? round(machine / seconds, 0) : null,
+  };
 }
 
-/** Load steps: the closed loop's own; an open ramp cut into five equal parts. */
-export function stepFigures(run: VariantRun): StepFigures[] {
+/** The probe (low constant rate), then the load in steps: the closed loop's own; an open ramp cut into five equal parts. */
+function stepFigures(run: VariantRun): StepFigures[] {
   const steps: StepFigures[] = [];
   if (run.probeRows.length > 0) steps.push(stepOf('probe', run.probeRows));
   const load = run.rows.slice(0, run.loadRows);
@@ -86,8 +48,16 @@ export function stepFigures(run: VariantRun): StepFigures[] {
   return steps;
 }
 
-/** Least squares of CPU ms per second against queries per second, over the probe's and the load's seconds. */
-export function cpuFit(rows: readonly TelemetryRow[], ms: (r: TelemetryRow) => number | null): CpuFit | null {
+/** The step of the load (not the probe) that answered the most queries per second. */
+export const busiestStep = (f: VariantFigures): StepFigures | null =>
+  f.steps.filter((s) => s.label !== 'probe').reduce<StepFigures | null>((best, s) => (best === null || s.qps > best.qps ? s : best), null);
+
+/**
+ * Least squares of CPU ms per second against queries per second, over the probe's and the load's
+ * seconds: `fixedMsPerSec` is the CPU per second that does not depend on the load (timers, polling,
+ * keep-alives), `usPerQuery` the CPU per query on top of it.
+ */
+export function cpuFit(rows: readonly TelemetryRow[], ms: (r: TelemetryRow) => number | null): { fixedMsPerSec: number; usPerQuery: number } | null {
   const points = rows.flatMap((r) => {
     const y = ms(r);
     return y === null ? [] : [[r.number_of_queries_processed ?? 0, y] as const];
@@ -105,33 +75,38 @@ export function cpuFit(rows: readonly TelemetryRow[], ms: (r: TelemetryRow) => n
   return { fixedMsPerSec: round(Math.max(0, my - slope * mx), 1), usPerQuery: round(slope * 1000, 1) };
 }
 
-export function variantFigures(run: VariantRun): VariantFigures {
-  const rows = run.rows;
-  const r = run.result;
-  const peakWindow = rows.slice(Math.max(0, run.loadRows - 3), run.loadRows);
+/** Mean latency (ms) of the queries answered in these rows (each row's mean weighted by its answers); null: none answered. */
+export function meanLatencyMs(rows: readonly TelemetryRow[]): number | null {
   let weighted = 0;
   let answered = 0;
-  for (const row of peakWindow) {
+  for (const row of rows) {
     if (row.average_query_time_us === null) continue;
     weighted += row.average_query_time_us * (row.number_of_queries_processed ?? 0);
     answered += row.number_of_queries_processed ?? 0;
   }
+  return answered === 0 ? null : weighted / answered / 1000;
+}
+
+export function variantFigures(run: VariantRun) {
+  const rows = run.rows;
+  const r = run.result;
+  const peakMean = meanLatencyMs(rows.slice(Math.max(0, run.loadRows - 3), run.loadRows));
   const pooler = rows.map((x) => x.pooler_rss_bytes).filter((v): v is number => v !== null);
   const fitRows = [...run.probeRows, ...rows.slice(0, run.loadRows)];
-  const fit = {} as Record<ProcessName, CpuFit | null>;
-  for (const p of PROCESS_CPU) fit[p.process] = cpuFit(fitRows, (x) => x[p.ms]);
   return {
     sessions: r.sessions,
     offered: r.offered,
     processed: r.processed,
     failed: r.failed,
     peakProcessedPerSec: Math.max(0, ...rows.map((x) => x.number_of_queries_processed ?? 0)),
-    peakMeanLatencyMs: answered === 0 ? null : round(weighted / answered / 1000, 3),
+    /** Mean latency of the queries answered in the last 3 s of the load (the peak offered rate). */
+    peakMeanLatencyMs: peakMean === null ? null : round(peakMean, 3),
     p50Ms: round(r.latency.p50Us / 1000, 3),
     p99Ms: round(r.latency.p99Us / 1000, 3),
     maxMs: round(r.latency.maxUs / 1000, 3),
     peakActive: Math.max(0, ...rows.map((x) => x.active_number_of_queries ?? 0)),
     peakRssMB: round(Math.max(0, ...rows.map((x) => x.memory_bytes ?? 0)) / 2 ** 20, 1),
+    /** Mean client CPU over the run, ms per second (1000 = one core). */
     meanCpuMsPerSec: rows.length === 0 ? 0 : Math.round(sum(rows, (x) => x.cpu_milliseconds) / rows.length),
     poolerPeakRssMB: pooler.length === 0 ? null : round(Math.max(...pooler) / 2 ** 20, 1),
     openMs: Math.round(r.openMs),
@@ -139,7 +114,7 @@ export function variantFigures(run: VariantRun): VariantFigures {
     fds: r.fds,
     poolerFds: run.poolerFds,
     steps: stepFigures(run),
-    cpuFit: fit,
+    cpuFit: perProcess((p) => cpuFit(fitRows, (x) => x[p.ms])),
   };
 }
 
@@ -148,6 +123,9 @@ export function lastSecondsRate(run: Pick<VariantRun, 'rows' | 'loadRows'>, seco
   const rows = run.rows.slice(Math.max(0, run.loadRows - seconds), run.loadRows);
   return rows.length === 0 ? 0 : round(sum(rows, (r) => r.number_of_queries_processed) / rows.length, 1);
 }
+
+/** The measured RTT of the first of these runs that crossed a path. */
+export const rttOf = (runs: readonly VariantRun[]): number | null => runs.find((r) => r.path.rttMs !== null)?.path.rttMs ?? null;
 
 /** Little's law: at most `sessions` queries in flight, each taking at least `trips` RTTs. */
 export function littleBound(sessions: number, rttMs: number | null, roundTripsPerQuery = 1): number | null {

@@ -3,6 +3,7 @@
 // figure (the seed's six panels for `original`, TCP and QUIC on the same axes). Then one section
 // per scenario, sanity checks (capacity, direct) last. The headline and each section become a
 // PNG of their own (chromium.ts), each sized to fit in 2,000 px.
+import { WORKLOAD_SQL } from '../load/variant.js';
 import type { RoundStat, ScenarioResult, VariantRun } from '../scenarios/types.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import { variantFigures } from './figures.js';
@@ -22,22 +23,11 @@ export interface SetupFacts {
   readonly rounds: number;
 }
 
-export interface ReportData {
-  readonly createdAt: string;
-  readonly command: string;
-  readonly machine: MachineDescription;
-  readonly setup: SetupFacts;
-  readonly results: readonly ScenarioResult[];
-}
+export type ReportData = Readonly<{ createdAt: string; command: string; machine: MachineDescription; setup: SetupFacts; results: readonly ScenarioResult[] }>;
 
 type Ran = Extract<ScenarioResult, { kind: 'ran' }>;
 
-interface Panel {
-  readonly id: string;
-  readonly title: string;
-  readonly yLabel: string;
-  readonly pick: (row: TelemetryRow) => number | null;
-}
+type Panel = Readonly<{ id: string; title: string; yLabel: string; pick: (row: TelemetryRow) => number | null }>;
 
 const MB = 2 ** 20;
 const div = (v: number | null, by: number): number | null => (v === null ? null : v / by);
@@ -59,7 +49,8 @@ const MORE_PANELS: readonly Panel[] = [
   { id: 'forwarder-cpu', title: 'Forwarder CPU per query', yLabel: 'µs', pick: (r) => r.forwarder_cpu_us_per_query },
 ];
 
-const WIDTH = 1480;
+/** The page's width in px, and its screenshots'. */
+export const WIDTH = 1480;
 const CHART = { width: 470, height: 240 };
 
 const f = (v: number | null | undefined, digits = 2): string => (v === null || v === undefined ? '—' : String(+v.toFixed(digits)));
@@ -173,14 +164,13 @@ table{border-collapse:collapse;margin:4px 0;font-size:12px}td,th{border:1px soli
 td:first-child{text-align:left}.range{color:#777}.key td{background:#f7fbff}.unstable,.unstable td{color:#b00}
 .notes{font-size:12px;color:#444;margin:4px 0}section{margin:18px 0;border-top:2px solid #ddd;padding-top:4px}.unavailable{color:#777}`;
 
-function page(d: ReportData, body: string): string {
+export function renderReport(d: ReportData): string {
+  const body = [headline(d), ...inReadingOrder(d.results).map(section)].join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>quicpool benchmark ${escapeXml(d.createdAt)}</title><style>${CSS}</style></head>
 <body>
 ${body}
-<p class="setup">${escapeXml(d.createdAt)} · <code>${escapeXml(d.command)}</code> · workload <code>SELECT trunc(random() * 100) FROM generate_series(1, 10)</code>, open loop, one row per second per variant.</p>
+<p class="setup">${escapeXml(d.createdAt)} · <code>${escapeXml(d.command)}</code> · workload <code>${escapeXml(WORKLOAD_SQL)}</code>, open loop, one row per second per variant.</p>
 </body></html>
 `;
 }
-
-export const renderReport = (d: ReportData): string => page(d, [headline(d), ...inReadingOrder(d.results).map(section)].join('\n'));

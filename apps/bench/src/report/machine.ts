@@ -2,21 +2,12 @@
 // 2-core shared machine and a 64-core server are not comparable.
 import { cpus, loadavg, release, totalmem, type as osType } from 'node:os';
 
-export interface MachineDescription {
-  cpuModel: string;
-  cores: number;
-  memoryBytes: number;
-  node: string;
-  kernel: string;
-  platform: string;
-  /** 1-minute load average when the run started: on a shared machine, a busy neighbour explains noise. */
-  loadAverage1m: number;
-}
+export type MachineDescription = ReturnType<typeof describeMachine>;
 
 /** The 1-minute load average now, to two decimals. */
 export const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
 
-export function describeMachine(): MachineDescription {
+export function describeMachine() {
   const list = cpus();
   return {
     cpuModel: list[0]?.model.trim() ?? 'unknown',
@@ -25,6 +16,7 @@ export function describeMachine(): MachineDescription {
     node: process.version,
     kernel: `${osType()} ${release()}`,
     platform: `${process.platform}-${process.arch}`,
+    /** 1-minute load average when the run started: on a shared machine, a busy neighbour explains noise. */
     loadAverage1m: load1(),
   };
 }

@@ -3,22 +3,16 @@
 // whole load (its CPU summed over the load's seconds, divided by the queries answered in them),
 // and the mean latency of the load's first second against that of the seconds after it (the cold
 // start: server connections opened, code warming up).
+import { meanLatencyMs } from './figures.js';
 import { median } from './median.js';
 import { round1, round2 } from './round.js';
 import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
 
-export interface SteadyFirstSecond {
-  readonly firstMs: number | null;
-  readonly laterMs: number | null;
-  /** firstMs / laterMs. */
-  readonly ratio: number | null;
-}
+/** The first second's mean latency against the later seconds', and firstMs / laterMs. */
+type FirstSecond = { readonly firstMs: number | null; readonly laterMs: number | null; readonly ratio: number | null };
 
-export interface SteadyFigures {
-  /** Per variant (tcp, quic, pgbouncer ...). */
-  readonly poolerUsPerQuery: Record<string, number | null>;
-  readonly firstSecond: Record<string, SteadyFirstSecond>;
-}
+/** Per variant (tcp, quic, pgbouncer ...). */
+type SteadyFigures = { readonly poolerUsPerQuery: Record<string, number | null>; readonly firstSecond: Record<string, FirstSecond> };
 
 const orNull = (round: (x: number) => number, value: number | null): number | null => (value === null ? null : round(value));
 
@@ -30,30 +24,17 @@ function poolerUsPerQuery(run: VariantRun): number | null {
   return answered === 0 ? null : (ms * 1000) / answered;
 }
 
-/** Mean latency (ms) of the rows, weighted by the queries each answered. */
-function meanMs(rows: VariantRun['rows']): number | null {
-  let weighted = 0;
-  let answered = 0;
-  for (const r of rows) {
-    if (r.average_query_time_us === null) continue;
-    weighted += r.average_query_time_us * (r.number_of_queries_processed ?? 0);
-    answered += r.number_of_queries_processed ?? 0;
-  }
-  return answered === 0 ? null : weighted / answered / 1000;
-}
-
 /** The steady figures of one scenario's rounds. */
 export function steadyFigures(result: Extract<ScenarioResult, { kind: 'ran' }>): SteadyFigures {
   const runs = result.rounds.flat();
   const poolerUs: Record<string, number | null> = {};
-  const firstSecond: Record<string, SteadyFirstSecond> = {};
+  const firstSecond: Record<string, FirstSecond> = {};
   for (const name of new Set(runs.map((r) => r.variant))) {
     const mine = runs.filter((r) => r.variant === name);
     poolerUs[name] = orNull(round1, median(mine.map(poolerUsPerQuery)));
-    const first = mine.map((r) => meanMs(r.rows.slice(0, Math.min(1, r.loadRows))));
-    const later = mine.map((r) => meanMs(r.rows.slice(1, r.loadRows)));
-    const ratios = mine.map((_, i) => {
-      const f = first[i] ?? null;
+    const first = mine.map((r) => meanLatencyMs(r.rows.slice(0, Math.min(1, r.loadRows))));
+    const later = mine.map((r) => meanLatencyMs(r.rows.slice(1, r.loadRows)));
+    const ratios = first.map((f, i) => {
       const l = later[i] ?? null;
       return f === null || l === null || l === 0 ? null : f / l;
     });
@@ -74,15 +55,13 @@ export function steadyLines(scenario: string, f: SteadyFigures): string[] {
 
 /** The steady figures of each scenario that ran. */
 export function steadyByScenario(results: readonly ScenarioResult[]): Map<string, SteadyFigures> {
-  const out = new Map<string, SteadyFigures>();
-  for (const r of results) if (r.kind === 'ran') out.set(r.plan.name, steadyFigures(r));
-  return out;
+  return new Map(results.flatMap((r) => (r.kind === 'ran' ? [[r.plan.name, steadyFigures(r)] as const] : [])));
 }
 
 /** The --json fields of a steady run: steadyPoolerUsPerQuery {tcp, quic, pgbouncer ...} and steadyFirstSecond. */
-export function steadyJson(by: Map<string, SteadyFigures>): { steadyPoolerUsPerQuery: Record<string, number | null>; steadyFirstSecond: Record<string, SteadyFirstSecond> } {
+export function steadyJson(by: Map<string, SteadyFigures>): { steadyPoolerUsPerQuery: Record<string, number | null>; steadyFirstSecond: Record<string, FirstSecond> } {
   const us: Record<string, number | null> = {};
-  const first: Record<string, SteadyFirstSecond> = {};
+  const first: Record<string, FirstSecond> = {};
   for (const [scenario, f] of by) {
     const key = (variant: string): string => (by.size === 1 ? variant : `${scenario}/${variant}`);
     for (const [variant, v] of Object.entries(f.poolerUsPerQuery)) us[key(variant)] = v;

@@ -16,8 +16,8 @@ export interface ChartOptions {
   xLabel: string;
   yLabel: string;
   series: readonly Series[];
-  width?: number;
-  height?: number;
+  width: number;
+  height: number;
 }
 
 export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];
@@ -27,7 +27,7 @@ export function escapeXml(text: string): string {
 }
 
 /** 'Nice' tick step (1, 2 or 5 x 10^k) giving about `target` ticks over [0, max]. */
-export function niceStep(max: number, target = 5): number {
+function niceStep(max: number, target = 5): number {
   if (!(max > 0)) return 1;
   const raw = max / target;
   const magnitude = 10 ** Math.floor(Math.log10(raw));
@@ -45,7 +45,7 @@ function formatTick(value: number): string {
 }
 
 /** The 'd' attribute of one series: a path broken at null values. */
-export function pathData(points: Series['points'], x: (v: number) => number, y: (v: number) => number): string {
+function pathData(points: Series['points'], x: (v: number) => number, y: (v: number) => number): string {
   const parts: string[] = [];
   let pen = false;
   for (const [px, py] of points) {
@@ -60,16 +60,16 @@ export function pathData(points: Series['points'], x: (v: number) => number, y: 
 }
 
 export function lineChart(options: ChartOptions): string {
-  const width = options.width ?? 460;
-  const height = options.height ?? 260;
+  const { width, height } = options;
   const margin = { left: 58, right: 12, top: 28, bottom: 40 };
   const plotW = width - margin.left - margin.right;
   const plotH = height - margin.top - margin.bottom;
   const xs = options.series.flatMap((s) => s.points.map(([px]) => px));
   const ys = options.series.flatMap((s) => s.points.map(([, py]) => py)).filter((v): v is number => v !== null && Number.isFinite(v));
   const xMax = Math.max(1, ...xs);
-  const yStep = niceStep(Math.max(0, ...ys) * 1.05);
-  const yMax = Math.max(yStep, Math.ceil((Math.max(0, ...ys) * 1.05) / yStep) * yStep);
+  const top = Math.max(0, ...ys) * 1.05;
+  const yStep = niceStep(top);
+  const yMax = Math.max(yStep, Math.ceil(top / yStep) * yStep);
   const xStep = niceStep(xMax, 6);
   const x = (v: number): number => margin.left + (v / xMax) * plotW;
   const y = (v: number): number => margin.top + plotH - (v / yMax) * plotH;
@@ -83,16 +83,15 @@ export function lineChart(options: ChartOptions): string {
   for (let v = 0; v <= xMax + xStep / 2 && grid.length < 100; v += xStep) {
     grid.push(`<text x="${x(v).toFixed(1)}" y="${margin.top + plotH + 15}" text-anchor="middle" font-size="11">${formatTick(v)}</text>`);
   }
+  const dash = (s: Series): string => (s.dashed === true ? ' stroke-dasharray="5 3"' : '');
   const lines = options.series.map((s) => {
     const d = pathData(s.points, x, y);
-    const dash = s.dashed === true ? ' stroke-dasharray="5 3"' : '';
-    return d === '' ? '' : `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.8"${dash} data-series="${escapeXml(s.name)}"/>`;
+    return d === '' ? '' : `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.8"${dash(s)} data-series="${escapeXml(s.name)}"/>`;
   });
   const legend = options.series.map((s, i) => {
     const lx = margin.left + 8 + (i % 3) * 140;
     const ly = margin.top + 12 + Math.floor(i / 3) * 14;
-    const dash = s.dashed === true ? ' stroke-dasharray="5 3"' : '';
-    return `<line x1="${lx}" x2="${lx + 16}" y1="${ly - 4}" y2="${ly - 4}" stroke="${s.color}" stroke-width="2"${dash}/><text x="${lx + 20}" y="${ly}" font-size="11">${escapeXml(s.name)}</text>`;
+    return `<line x1="${lx}" x2="${lx + 16}" y1="${ly - 4}" y2="${ly - 4}" stroke="${s.color}" stroke-width="2"${dash(s)}/><text x="${lx + 20}" y="${ly}" font-size="11">${escapeXml(s.name)}</text>`;
   });
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-panel="${escapeXml(options.id)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,

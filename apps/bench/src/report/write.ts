@@ -6,55 +6,22 @@ import { join, resolve } from 'node:path';
 import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
 import { toCsv } from '../telemetry/csv.js';
 import { captureElements } from './chromium.js';
-import type { VariantFigures } from './figures.js';
-import { variantFigures } from './figures.js';
+import { rttOf, variantFigures } from './figures.js';
 import type { ReportData, SetupFacts } from './html.js';
-import { inReadingOrder, renderReport } from './html.js';
+import { WIDTH, inReadingOrder, renderReport } from './html.js';
 import type { MachineDescription } from './machine.js';
 
-export interface WrittenReport {
-  readonly dir: string;
-  readonly csvFiles: readonly string[];
-  readonly summaryFile: string;
-  readonly htmlFile: string;
-  /** report.png and each scenario's PNG, or why there are none. */
-  readonly png: { readonly files: readonly string[] } | { readonly skipped: string };
-  readonly summary: Summary;
-}
+export type WrittenReport = Awaited<ReturnType<typeof writeReport>>;
 
-export interface Summary extends Omit<ReportData, 'results'> {
-  /** Per scenario its figures (medians over the rounds), or null when it could not run. */
-  readonly figures: Record<string, Record<string, unknown> | null>;
-  readonly notAvailable: Record<string, string>;
-  readonly runs: ReadonlyArray<{
-    readonly scenario: string;
-    readonly variant: string;
-    readonly round: number;
-    readonly csv: string;
-    readonly figures: VariantFigures;
-    readonly failures: Record<string, number>;
-    readonly errors: readonly string[];
-    readonly info: Readonly<Record<string, number | string | null>>;
-    readonly path: VariantRun['path'];
-  }>;
-}
-
-export const nameOf = (r: ScenarioResult): string => (r.kind === 'ran' ? r.plan.name : r.name);
-
-export function timestampDirName(date: Date): string {
-  return date.toISOString().replace(/[:.]/g, '-');
-}
-
-export const csvName = (run: VariantRun): string => `${run.scenario}-${run.variant}-round${run.round}.csv`;
+const csvName = (run: VariantRun): string => `${run.scenario}-${run.variant}-round${run.round}.csv`;
 
 /** A scenario's JSON: its medians by name next to one entry per variant (the charted round's). */
-export function scenarioFigures(r: ScenarioResult): Record<string, unknown> | null {
-  if (r.kind !== 'ran') return null;
+function scenarioFigures(r: Extract<ScenarioResult, { kind: 'ran' }>): Record<string, unknown> {
   const shown = r.rounds[r.shownRound] ?? [];
   const out: Record<string, unknown> = {
     title: r.plan.title,
     answer: r.answer,
-    rttMs: shown.find((x) => x.path.rttMs !== null)?.path.rttMs ?? null,
+    rttMs: rttOf(shown),
     offered: shown[0]?.result.offered ?? 0,
     rounds: r.rounds.length,
     chartedRound: r.shownRound + 1,
@@ -66,32 +33,29 @@ export function scenarioFigures(r: ScenarioResult): Record<string, unknown> | nu
   return out;
 }
 
-export function buildSummary(results: readonly ScenarioResult[], machine: MachineDescription, setup: SetupFacts, createdAt: string, command: string): Summary {
-  const figures: Summary['figures'] = {};
-  const notAvailable: Summary['notAvailable'] = {};
-  const runs: Array<Summary['runs'][number]> = [];
+/** summary.json: per scenario its figures (medians over the rounds), or null when it could not run; every run's own figures. */
+function buildSummary(results: readonly ScenarioResult[], machine: MachineDescription, setup: SetupFacts, createdAt: string, command: string) {
+  const figures: Record<string, Record<string, unknown> | null> = {};
+  const notAvailable: Record<string, string> = {};
   for (const r of results) {
-    switch (r.kind) {
-      case 'unavailable':
-        figures[r.name] = null;
-        notAvailable[r.name] = r.needs;
-        break;
-      case 'failed':
-        figures[r.name] = null;
-        notAvailable[r.name] = `failed: ${r.error}`;
-        break;
-      case 'ran':
-        figures[r.plan.name] = scenarioFigures(r);
-        for (const run of r.rounds.flat()) {
-          runs.push({ scenario: run.scenario, variant: run.variant, round: run.round, csv: csvName(run), figures: variantFigures(run), failures: run.result.failures, errors: run.result.errors, info: run.result.info, path: run.path });
-        }
-        break;
-      default: {
-        const never: never = r;
-        throw new Error(`unknown result ${String(never)}`);
-      }
+    if (r.kind === 'ran') {
+      figures[r.plan.name] = scenarioFigures(r);
+    } else {
+      figures[r.name] = null;
+      notAvailable[r.name] = r.kind === 'failed' ? `failed: ${r.error}` : r.needs;
     }
   }
+  const runs = results.flatMap((r) => (r.kind === 'ran' ? r.rounds.flat() : [])).map((run) => ({
+    scenario: run.scenario,
+    variant: run.variant,
+    round: run.round,
+    csv: csvName(run),
+    figures: variantFigures(run),
+    failures: run.result.failures,
+    errors: run.result.errors,
+    info: run.result.info,
+    path: run.path,
+  }));
   return { createdAt, command, machine, setup, figures, notAvailable, runs };
 }
 
@@ -102,39 +66,35 @@ export async function writeReport(o: {
   readonly command: string;
   /** Default bench-results/<timestamp> under the current directory. */
   readonly dir?: string;
-  /** Default true. */
-  readonly png?: boolean;
-  readonly now?: Date;
-}): Promise<WrittenReport> {
-  const now = o.now ?? new Date();
-  const dir = resolve(o.dir ?? join('bench-results', timestampDirName(now)));
+  readonly png: boolean;
+}) {
+  const now = new Date();
+  const dir = resolve(o.dir ?? join('bench-results', now.toISOString().replace(/[:.]/g, '-')));
   await mkdir(dir, { recursive: true });
   const summary = buildSummary(o.results, o.machine, o.setup, now.toISOString(), o.command);
   const csvFiles: string[] = [];
-  for (const r of o.results) {
-    if (r.kind !== 'ran') continue;
-    for (const run of r.rounds.flat()) {
-      const file = join(dir, csvName(run));
-      await writeFile(file, toCsv(run.rows));
-      csvFiles.push(file);
-    }
+  for (const run of o.results.flatMap((r) => (r.kind === 'ran' ? r.rounds.flat() : []))) {
+    const file = join(dir, csvName(run));
+    await writeFile(file, toCsv(run.rows));
+    csvFiles.push(file);
   }
   const summaryFile = join(dir, 'summary.json');
   await writeFile(summaryFile, `${JSON.stringify(summary, null, 2)}\n`);
   const data: ReportData = { createdAt: summary.createdAt, command: o.command, machine: o.machine, setup: o.setup, results: o.results };
   const htmlFile = join(dir, 'report.html');
   await writeFile(htmlFile, renderReport(data));
-  let png: WrittenReport['png'] = { skipped: 'not requested' };
-  if (o.png !== false) {
+  /** report.png and each scenario's PNG, or why there are none. */
+  let png: { readonly files: readonly string[] } | { readonly skipped: string } = { skipped: 'not requested' };
+  if (o.png) {
     // report.png is the headline alone (question, answers, six panels); each scenario its section.
     const shots = [
       { selector: 'header.headline', file: join(dir, 'report.png') },
       ...inReadingOrder(o.results).map((r) => {
-        const name = nameOf(r);
+        const name = r.kind === 'ran' ? r.plan.name : r.name;
         return { selector: `section[data-scenario="${name}"]`, file: join(dir, `${name}.png`) };
       }),
     ];
-    const outcome = await captureElements(htmlFile, 1480, shots);
+    const outcome = await captureElements(htmlFile, WIDTH, shots);
     png = outcome.ok ? { files: outcome.files } : { skipped: outcome.reason };
   }
   return { dir, csvFiles, summaryFile, htmlFile, png, summary };

@@ -4,16 +4,16 @@
 // network's or as a starved CPU's.
 import { cpus } from 'node:os';
 import type { ProcessName, StepFigures } from '../report/figures.js';
-import { variantFigures } from '../report/figures.js';
+import { busiestStep, variantFigures } from '../report/figures.js';
+import { PROCESS_CPU } from '../telemetry/csv.js';
 import type { VariantRun } from './types.js';
 
-const PROCESSES: readonly ProcessName[] = ['client', 'forwarder', 'pooler', 'postgres'];
 const f0 = (v: number | null): string => (v === null ? 'n/a' : v.toFixed(0));
-const list = (pick: (p: ProcessName) => number | null): string => PROCESSES.map((p) => `${p} ${f0(pick(p))}`).join(', ');
+const list = (pick: (p: ProcessName) => number | null): string => PROCESS_CPU.map(({ process: p }) => `${p} ${f0(pick(p))}`).join(', ');
 
 function busyText(top: StepFigures, cores: number): string {
   if (top.machineMsPerSec === null) return '';
-  const ours = PROCESSES.reduce((t, p) => t + (top.msPerSec[p] ?? 0), 0);
+  const ours = PROCESS_CPU.reduce((t, p) => t + (top.msPerSec[p.process] ?? 0), 0);
   return ` The machine was ${(top.machineMsPerSec / (10 * cores)).toFixed(0)}% busy (${cores} cores; ${f0(top.machineMsPerSec - ours)} ms/s of it outside these four processes).`;
 }
 
@@ -21,7 +21,7 @@ export function cpuNotes(runs: readonly VariantRun[]): string[] {
   const cores = cpus().length;
   return runs.flatMap((run) => {
     const f = variantFigures(run);
-    const top = f.steps.filter((s) => s.label !== 'probe').reduce<StepFigures | null>((best, s) => (best === null || s.qps > best.qps ? s : best), null);
+    const top = busiestStep(f);
     if (top === null) return [];
     const probe = f.steps.find((s) => s.label === 'probe');
     const fixed = probe === undefined ? '' : ` At the probe's ${f0(probe.qps)} q/s, CPU ms per second: ${list((p) => probe.msPerSec[p])} (mostly fixed cost).`;

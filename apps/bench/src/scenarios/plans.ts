@@ -42,7 +42,7 @@ export interface Scale {
 /** Share of the lower capacity the WAN ramps peak at. */
 export const PEAK_SHARE = 0.7;
 /** TCP's Little's-law wall as a share of the peak. */
-export const WALL_SHARE = 0.5;
+const WALL_SHARE = 0.5;
 
 export const seedScale: Scale = { peak: 5_000, source: 'seed', capacity: null };
 
@@ -88,12 +88,8 @@ function scalingText(s: BenchSettings, scale: Scale, tcp: number, trips: number)
 const tcpVariant = (sessions: number, prepare: boolean): VariantPlan => ({ name: 'tcp', label: `TCP + TLS, ${sessions} sessions`, client: { kind: 'pg', sessions, tls: true, prepare }, route: 'pooler' });
 /** The TCP variant's clients through PgBouncer instead of quicpool: what the C pooler costs per query on the same path. */
 const pgbouncerVariant = (sessions: number, prepare: boolean): VariantPlan => ({ ...tcpVariant(sessions, prepare), name: 'pgbouncer', label: `PgBouncer, TCP + TLS, ${sessions} sessions`, route: 'pgbouncer' });
-const quicVariant = (connections: number, streams: number, prepare: boolean): VariantPlan => ({
-  name: 'quic',
-  label: `QUIC, ${connections} connections x ${streams} streams`,
-  client: { kind: 'quic', connections, streams, prepare },
-  route: 'pooler',
-});
+const quicVariant = (connections: number, streams: number, prepare: boolean): VariantPlan =>
+  ({ name: 'quic', label: `QUIC, ${connections} connections x ${streams} streams`, client: { kind: 'quic', connections, streams, prepare }, route: 'pooler' });
 
 function wanPlan(name: 'original' | 'sockets' | 'fair' | 'loss', s: BenchSettings, scale: Scale): ScenarioPlan {
   const shape = sessionShape(s, scale);
@@ -132,14 +128,10 @@ function wanPlan(name: 'original' | 'sockets' | 'fair' | 'loss', s: BenchSetting
         variants: [tcpVariant(sessions, false), quicVariant(shape.connections, shape.streams, false)],
       };
     }
-    default: {
-      const never: never = name;
-      throw new Error(`unknown scenario ${String(never)}`);
-    }
   }
 }
 
-export function capacityPlan(s: BenchSettings): ScenarioPlan {
+function capacityPlan(s: BenchSettings): ScenarioPlan {
   const warmup = s.quick ? 0.5 : 1;
   const steps = s.quick ? [{ workers: 32, seconds: short(s, 2) }] : [{ workers: 16, seconds: 2.5 }, { workers: 48, seconds: 2.5 }];
   const most = Math.max(...steps.map((x) => x.workers));
@@ -159,7 +151,7 @@ export function capacityPlan(s: BenchSettings): ScenarioPlan {
   };
 }
 
-export function connectPlan(s: BenchSettings): ScenarioPlan {
+function connectPlan(s: BenchSettings): ScenarioPlan {
   const rate = s.quick ? 10 : 20;
   const seconds = s.quick ? short(s, 3) : 8;
   return {
@@ -178,7 +170,7 @@ export function connectPlan(s: BenchSettings): ScenarioPlan {
   };
 }
 
-export function directPlan(s: BenchSettings): ScenarioPlan {
+function directPlan(s: BenchSettings): ScenarioPlan {
   const ramp = s.quick ? { startRate: 50, endRate: 500, durationMs: short(s, 3) * 1000 } : { startRate: 100, endRate: 1_000, durationMs: 6_000 };
   const pgVariant = (name: string, prepare: boolean): VariantPlan => ({ name, label: `node-postgres, 10 sessions${prepare ? ', prepare + execute' : ''}`, client: { kind: 'pg', sessions: 10, tls: false, prepare }, route: 'postgres' });
   return {
@@ -197,21 +189,8 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = ['capacity', 'original', 
 
 /** The plan of a scenario that needs no scale (capacity, connect, direct) or the scaled WAN ones. */
 export function planFor(name: ScenarioName, s: BenchSettings, scale: Scale): ScenarioPlan {
-  switch (name) {
-    case 'capacity':
-      return capacityPlan(s);
-    case 'connect':
-      return connectPlan(s);
-    case 'direct':
-      return directPlan(s);
-    case 'original':
-    case 'sockets':
-    case 'fair':
-    case 'loss':
-      return wanPlan(name, s, scale);
-    default: {
-      const never: never = name;
-      throw new Error(`unknown scenario ${String(never)}`);
-    }
-  }
+  if (name === 'capacity') return capacityPlan(s);
+  if (name === 'connect') return connectPlan(s);
+  if (name === 'direct') return directPlan(s);
+  return wanPlan(name, s, scale);
 }

@@ -2,7 +2,7 @@
 // first row in RTTs ...), which of them decide its answer, and the answer itself: one sentence
 // generated from the figures over the rounds (medians), never written by hand.
 import type { VariantFigures } from '../report/figures.js';
-import { lastSecondsRate, littleBound, ratio, variantFigures } from '../report/figures.js';
+import { busiestStep, lastSecondsRate, littleBound, ratio, rttOf, variantFigures } from '../report/figures.js';
 import { PEAK_SHARE } from './plans.js';
 import type { RoundStat, ScenarioName, ScenarioPlan, VariantRun } from './types.js';
 
@@ -10,33 +10,26 @@ export type Figures = Record<string, number | null>;
 
 const byName = (runs: readonly VariantRun[], name: string): VariantRun | undefined => runs.find((r) => r.variant === name);
 const fig = (run: VariantRun | undefined): VariantFigures | null => (run === undefined ? null : variantFigures(run));
-const rttOf = (runs: readonly VariantRun[]): number | null => runs.find((r) => r.path.rttMs !== null)?.path.rttMs ?? null;
 const share = (f: VariantFigures | null): number | null => (f === null || f.offered === 0 ? null : Number((f.processed / f.offered).toFixed(4)));
 /** The last 5 s of the load; shorter loads (quick mode, tests) use their second half. */
 const windowOf = (run: VariantRun | undefined): number => Math.max(1, Math.min(5, Math.floor((run?.loadRows ?? 2) / 2)));
 
+/** Equal sessions (fair, loss): per figure TCP's then QUIC's (tcpP99Ms, quicP99Ms, tcpPeakLatencyOverRtt ... quicFailed). */
 function fairFigures(runs: readonly VariantRun[]): Figures {
-  const t = fig(byName(runs, 'tcp'));
-  const q = fig(byName(runs, 'quic'));
+  const sides = [['tcp', fig(byName(runs, 'tcp'))], ['quic', fig(byName(runs, 'quic'))]] as const;
   const rtt = rttOf(runs);
-  return {
-    rttMs: rtt,
-    p99QuicOverTcp: ratio(q?.p99Ms, t?.p99Ms),
-    tcpP99Ms: t?.p99Ms ?? null,
-    quicP99Ms: q?.p99Ms ?? null,
-    tcpPeakLatencyOverRtt: ratio(t?.peakMeanLatencyMs, rtt),
-    quicPeakLatencyOverRtt: ratio(q?.peakMeanLatencyMs, rtt),
-    tcpFds: t?.fds ?? null,
-    quicFds: q?.fds ?? null,
-    tcpPoolerFds: t?.poolerFds ?? null,
-    quicPoolerFds: q?.poolerFds ?? null,
-    tcpConnectMs: t?.openMs ?? null,
-    quicConnectMs: q?.openMs ?? null,
-    tcpPeakRssMB: t?.peakRssMB ?? null,
-    quicPeakRssMB: q?.peakRssMB ?? null,
-    tcpFailed: t?.failed ?? null,
-    quicFailed: q?.failed ?? null,
+  const out: Figures = { rttMs: rtt, p99QuicOverTcp: ratio(sides[1][1]?.p99Ms, sides[0][1]?.p99Ms) };
+  const each: Record<string, (f: VariantFigures) => number | null> = {
+    P99Ms: (f) => f.p99Ms,
+    PeakLatencyOverRtt: (f) => ratio(f.peakMeanLatencyMs, rtt),
+    Fds: (f) => f.fds,
+    PoolerFds: (f) => f.poolerFds,
+    ConnectMs: (f) => f.openMs,
+    PeakRssMB: (f) => f.peakRssMB,
+    Failed: (f) => f.failed,
   };
+  for (const [name, pick] of Object.entries(each)) for (const [side, f] of sides) out[`${side}${name}`] = f === null ? null : pick(f);
+  return out;
 }
 
 /** The scenario's figures from one round. */
@@ -46,7 +39,7 @@ export function summarize(plan: ScenarioPlan, runs: readonly VariantRun[]): Figu
     case 'capacity': {
       const best = (name: string): number | null => {
         const f = fig(byName(runs, name));
-        return f === null ? null : Math.max(0, ...f.steps.filter((s) => s.label !== 'probe').map((s) => s.qps));
+        return f === null ? null : (busiestStep(f)?.qps ?? 0);
       };
       return { tcpQps: best('tcp'), quicQps: best('quic'), postgresQps: best('postgres'), quicOverTcp: ratio(best('quic'), best('tcp')), rttMs: rtt };
     }
@@ -115,10 +108,6 @@ export function summarize(plan: ScenarioPlan, runs: readonly VariantRun[]): Figu
       const b = fig(byName(runs, 'pg-prepare'));
       return { pgP50Ms: a?.p50Ms ?? null, pgPrepareP50Ms: b?.p50Ms ?? null, pgProcessedShare: share(a), pgPrepareProcessedShare: share(b) };
     }
-    default: {
-      const never: never = plan.name;
-      throw new Error(`unknown scenario ${String(never)}`);
-    }
   }
 }
 
@@ -160,9 +149,5 @@ export function answerOf(plan: ScenarioPlan, f: Readonly<Record<string, RoundSta
       return `A new session per query, time to the first row (p50 / p99, in measured RTTs of ${n(m('rttMs'), 1)} ms): TCP + TLS + SCRAM ${n(m('tcpP50Rtts'), 1)} / ${n(m('tcpP99Rtts'), 1)}, a new QUIC stream ${n(m('quicStreamP50Rtts'), 1)} / ${n(m('quicStreamP99Rtts'), 1)}, a 0-RTT QUIC connection ${n(m('quic0rttP50Rtts'), 1)} / ${n(m('quic0rttP99Rtts'), 1)} (${pct(m('quic0rttResumedShare'))} resumed).`;
     case 'direct':
       return `Sanity: straight to Postgres the harness answered ${pct(m('pgProcessedShare'))} and ${pct(m('pgPrepareProcessedShare'))} of the queries, p50 ${n(m('pgP50Ms'), 2)} ms (one round trip) vs ${n(m('pgPrepareP50Ms'), 2)} ms (prepare + execute).`;
-    default: {
-      const never: never = plan.name;
-      throw new Error(`unknown scenario ${String(never)}`);
-    }
   }
 }

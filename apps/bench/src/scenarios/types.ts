@@ -63,14 +63,7 @@ export interface PhasedRow {
   readonly row: TelemetryRow;
 }
 
-export interface LatencySummary {
-  readonly meanUs: number;
-  readonly p50Us: number;
-  readonly p90Us: number;
-  readonly p99Us: number;
-  readonly p999Us: number;
-  readonly maxUs: number;
-}
+export type LatencySummary = Readonly<Record<'meanUs' | 'p50Us' | 'p90Us' | 'p99Us' | 'p999Us' | 'maxUs', number>>;
 
 /** What the client process reports at the end of its load. */
 export interface ClientResult {
@@ -124,12 +117,7 @@ export interface VariantRun {
 }
 
 /** A figure over the rounds: median, the spread, every round's value. */
-export interface RoundStat {
-  readonly median: number | null;
-  readonly min: number | null;
-  readonly max: number | null;
-  readonly values: readonly (number | null)[];
-}
+export type RoundStat = Readonly<{ median: number | null; min: number | null; max: number | null; values: readonly (number | null)[] }>;
 
 export type ScenarioResult =
   | {

@@ -1,51 +1,33 @@
 // The telemetry CSV: the original benchmark's seven columns first, in its order and with its
 // names, so its plotting scripts can read our files, then our additions. Empty cell = not applicable.
 
-export const ORIGINAL_COLUMNS = [
-  'timestamp_ms',
-  'active_number_of_queries',
-  'failed_number_of_queries',
-  'number_of_queries_processed',
-  'average_query_time_us',
-  'cpu_milliseconds',
-  'memory_bytes',
-] as const;
-
-export const EXTRA_COLUMNS = [
-  'p50_us',
-  'p99_us',
-  'max_us',
-  'offered_per_sec',
-  'pooler_cpu_milliseconds',
-  'pooler_rss_bytes',
-  'rtt_ms',
+export const CSV_COLUMNS = [
+  // The original's seven.
+  'timestamp_ms', 'active_number_of_queries', 'failed_number_of_queries', 'number_of_queries_processed',
+  'average_query_time_us', 'cpu_milliseconds', 'memory_bytes',
+  // Ours: latency percentiles of the interval, the offered rate, the pooler's CPU and RSS, the path's RTT.
+  'p50_us', 'p99_us', 'max_us', 'offered_per_sec', 'pooler_cpu_milliseconds', 'pooler_rss_bytes', 'rtt_ms',
   // CPU of the other processes of the set-up in the same interval (/proc; 1000 = one core):
   // the packet forwarder (or relay), every process of the Postgres server, and the rest of the
   // machine (the bench's own parent process, anything else running).
-  'forwarder_cpu_milliseconds',
-  'postgres_cpu_milliseconds',
-  'other_cpu_milliseconds',
+  'forwarder_cpu_milliseconds', 'postgres_cpu_milliseconds', 'other_cpu_milliseconds',
   // Each process's CPU per query answered in the interval (µs).
-  'client_cpu_us_per_query',
-  'forwarder_cpu_us_per_query',
-  'pooler_cpu_us_per_query',
-  'postgres_cpu_us_per_query',
+  'client_cpu_us_per_query', 'forwarder_cpu_us_per_query', 'pooler_cpu_us_per_query', 'postgres_cpu_us_per_query',
 ] as const;
 
 /** The per-process CPU columns, in the order reports list them. */
 export const PROCESS_CPU = [
-  { process: 'client', ms: 'cpu_milliseconds', us: 'client_cpu_us_per_query' },
-  { process: 'forwarder', ms: 'forwarder_cpu_milliseconds', us: 'forwarder_cpu_us_per_query' },
-  { process: 'pooler', ms: 'pooler_cpu_milliseconds', us: 'pooler_cpu_us_per_query' },
-  { process: 'postgres', ms: 'postgres_cpu_milliseconds', us: 'postgres_cpu_us_per_query' },
+  { process: 'client', ms: 'cpu_milliseconds' },
+  { process: 'forwarder', ms: 'forwarder_cpu_milliseconds' },
+  { process: 'pooler', ms: 'pooler_cpu_milliseconds' },
+  { process: 'postgres', ms: 'postgres_cpu_milliseconds' },
 ] as const;
 
-export const CSV_COLUMNS = [...ORIGINAL_COLUMNS, ...EXTRA_COLUMNS] as const;
-
-export type CsvColumn = (typeof CSV_COLUMNS)[number];
-
 /** One telemetry row (one second of one client variant). null = not applicable (empty cell). */
-export type TelemetryRow = { readonly [K in CsvColumn]: number | null };
+export type TelemetryRow = { readonly [K in (typeof CSV_COLUMNS)[number]]: number | null };
+
+/** A row with every cell empty. */
+export const EMPTY_ROW = Object.fromEntries(CSV_COLUMNS.map((column) => [column, null])) as TelemetryRow;
 
 function cell(value: number | null): string {
   if (value === null || !Number.isFinite(value)) return '';
@@ -53,31 +35,20 @@ function cell(value: number | null): string {
   return Number.isInteger(value) ? String(value) : value.toFixed(3);
 }
 
-export function csvHeader(): string {
-  return CSV_COLUMNS.join(',');
-}
-
-export function csvLine(row: TelemetryRow): string {
-  return CSV_COLUMNS.map((column) => cell(row[column])).join(',');
-}
+export const csvHeader = (): string => CSV_COLUMNS.join(',');
 
 /** The whole file: header, one line per row, trailing newline. */
 export function toCsv(rows: readonly TelemetryRow[]): string {
-  return `${[csvHeader(), ...rows.map(csvLine)].join('\n')}\n`;
+  return `${[csvHeader(), ...rows.map((row) => CSV_COLUMNS.map((column) => cell(row[column])).join(','))].join('\n')}\n`;
 }
 
 /** Reads a file written by toCsv back (tests and report regeneration). */
 export function parseCsv(text: string): { header: string[]; rows: Array<Record<string, number | null>> } {
-  const lines = text.split('\n').filter((line) => line.length > 0);
-  const header = (lines[0] ?? '').split(',');
-  const rows = lines.slice(1).map((line) => {
+  const [first = '', ...lines] = text.split('\n').filter((line) => line.length > 0);
+  const header = first.split(',');
+  const rows = lines.map((line) => {
     const cells = line.split(',');
-    const row: Record<string, number | null> = {};
-    header.forEach((name, i) => {
-      const raw = cells[i] ?? '';
-      row[name] = raw === '' ? null : Number(raw);
-    });
-    return row;
+    return Object.fromEntries(header.map((name, i) => [name, (cells[i] ?? '') === '' ? null : Number(cells[i])]));
   });
   return { header, rows };
 }

@@ -6,7 +6,7 @@
 const SUB_BITS = 7;
 const SUB = 1 << SUB_BITS; // 128 buckets per power of two
 /** Largest value kept as itself; larger ones are clamped (2^31 µs is about 36 minutes). */
-export const HISTOGRAM_MAX_VALUE = 0x7fffffff;
+const HISTOGRAM_MAX_VALUE = 0x7fffffff;
 const BUCKETS = (31 - SUB_BITS + 1) * SUB;
 
 /** The nearest-rank definition used everywhere in the benchmark: the ceil(p% * n)-th smallest value. */
@@ -54,10 +54,6 @@ export class Histogram {
 
   get max(): number {
     return this.total === 0 ? 0 : this.maxValue;
-  }
-
-  get min(): number {
-    return this.total === 0 ? 0 : this.minValue;
   }
 
   get mean(): number {

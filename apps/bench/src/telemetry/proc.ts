@@ -4,13 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
-export interface ProcSample {
-  /** utime + stime, in milliseconds. */
-  cpuMs: number;
-  /** utime alone (time in user mode), in milliseconds. */
-  userMs: number;
-  rssBytes: number;
-}
+export type ProcSample = NonNullable<ReturnType<typeof readProcSample>>;
 
 const confCache = new Map<string, number>();
 
@@ -33,16 +27,25 @@ export function clockTicksPerSecond(): number {
   return getconfNumber('CLK_TCK', 100); // 100: the value on every mainstream Linux architecture
 }
 
-/**
- * utime+stime in ticks from the text of /proc/<pid>/stat. The command name (field 2) is in
- * parentheses and may itself contain spaces and parentheses, so fields are counted from the last ')'.
- */
+/** The text of a /proc file, or null when it cannot be read (gone, not Linux, another user's). */
+export function readProcText(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** utime+stime in ticks from the text of /proc/<pid>/stat (see parseStatTimes). */
 export function parseStatCpuTicks(stat: string): number | null {
   const t = parseStatTimes(stat);
   return t === null ? null : t.user + t.system;
 }
 
-/** utime and stime in ticks from the text of /proc/<pid>/stat (see parseStatCpuTicks). */
+/**
+ * utime and stime in ticks from the text of /proc/<pid>/stat. The command name (field 2) is in
+ * parentheses and may itself contain spaces and parentheses, so fields are counted from the last ')'.
+ */
 export function parseStatTimes(stat: string): { readonly user: number; readonly system: number } | null {
   const close = stat.lastIndexOf(')');
   if (close < 0) return null;
@@ -68,35 +71,23 @@ export function parseStatusRssBytes(status: string): number | null {
 }
 
 /** One sample of a process, or null when it cannot be read (gone, not Linux). */
-export function readProcSample(pid: number): ProcSample | null {
-  try {
-    const times = parseStatTimes(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    const rss = parseStatusRssBytes(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    if (times === null || rss === null) return null;
-    const ms = 1000 / clockTicksPerSecond();
-    return { cpuMs: (times.user + times.system) * ms, userMs: times.user * ms, rssBytes: rss };
-  } catch {
-    return null;
-  }
+export function readProcSample(pid: number) {
+  const stat = readProcText(`/proc/${pid}/stat`);
+  const status = stat === null ? null : readProcText(`/proc/${pid}/status`);
+  const times = stat === null ? null : parseStatTimes(stat);
+  const rss = status === null ? null : parseStatusRssBytes(status);
+  if (times === null || rss === null) return null;
+  const ms = 1000 / clockTicksPerSecond();
+  // cpuMs: utime + stime; userMs: utime alone (time in user mode).
+  return { cpuMs: (times.user + times.system) * ms, userMs: times.user * ms, rssBytes: rss };
 }
 
 /** Read and write syscalls `pid` has made so far (/proc/<pid>/io), or null when not readable. */
 export function processSyscalls(pid: number): { reads: number; writes: number } | null {
-  try {
-    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
-    const reads = Number(/syscr: (\d+)/.exec(io)?.[1]);
-    const writes = Number(/syscw: (\d+)/.exec(io)?.[1]);
-    return Number.isFinite(reads) && Number.isFinite(writes) ? { reads, writes } : null;
-  } catch {
-    return null;
-  }
-}
-
-export interface ProcFds {
-  /** Open file descriptors (entries of /proc/<pid>/fd). */
-  readonly fds: number;
-  /** Of which sockets (TCP, UDP, unix: links named `socket:[inode]`). */
-  readonly sockets: number;
+  const io = readProcText(`/proc/${pid}/io`) ?? '';
+  const reads = Number(/syscr: (\d+)/.exec(io)?.[1]);
+  const writes = Number(/syscw: (\d+)/.exec(io)?.[1]);
+  return Number.isFinite(reads) && Number.isFinite(writes) ? { reads, writes } : null;
 }
 
 /** How many file descriptors `pid` (or this process: 'self') has open, or null when unreadable; cheap (no readlink). */
@@ -108,17 +99,16 @@ export function countProcFds(pid: number | 'self'): number | null {
   }
 }
 
-/** How many of these /proc/<pid>/fd link targets are sockets. */
+/** How many of these /proc/<pid>/fd link targets are sockets (TCP, UDP, unix: links named `socket:[inode]`). */
 export function countSocketLinks(targets: readonly string[]): number {
   return targets.filter((t) => t.startsWith('socket:[')).length;
 }
 
 /**
- * A process's open file descriptors and how many are sockets, or null when they cannot be read
- * (gone, not Linux, another user's). A descriptor closed between the listing and its readlink is
- * not counted.
+ * A process's open file descriptors (entries of /proc/<pid>/fd) and how many are sockets, or null
+ * when they cannot be read. A descriptor closed between the listing and its readlink is not counted.
  */
-export function readProcFds(pid: number): ProcFds | null {
+export function readProcFds(pid: number): { readonly fds: number; readonly sockets: number } | null {
   let names: string[];
   try {
     names = readdirSync(`/proc/${pid}/fd`);
@@ -145,9 +135,6 @@ export function parseOpenFileLimit(limits: string): number | null {
 
 /** This process's soft limit on open files (children inherit it), or null when it cannot be read. */
 export function openFileLimit(): number | null {
-  try {
-    return parseOpenFileLimit(readFileSync('/proc/self/limits', 'utf8'));
-  } catch {
-    return null;
-  }
+  const limits = readProcText('/proc/self/limits');
+  return limits === null ? null : parseOpenFileLimit(limits);
 }

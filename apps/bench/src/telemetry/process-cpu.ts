@@ -2,8 +2,8 @@
 // that measuring costs the measured processes nothing): the packet forwarder (or relay), the
 // quicpool daemon, every process of the Postgres server (the postmaster's children: its backends
 // and background workers), and the whole machine's busy time, from which the rest is "other".
-import { readFileSync } from 'node:fs';
-import { clockTicksPerSecond, readProcSample } from './proc.js';
+import type { ProcSample } from './proc.js';
+import { clockTicksPerSecond, readProcSample, readProcText } from './proc.js';
 
 export interface ProcessPids {
   readonly forwarder: number | null;
@@ -12,62 +12,47 @@ export interface ProcessPids {
   readonly postgres: number | null;
 }
 
-export interface CpuInterval {
-  /** CPU milliseconds in the interval; null when the process is absent or unreadable. */
-  readonly forwarderMs: number | null;
-  readonly poolerMs: number | null;
-  readonly poolerRssBytes: number | null;
-  readonly postgresMs: number | null;
-  /** Every CPU's busy time (user, nice, system, irq, softirq) in the interval. */
-  readonly machineMs: number | null;
-}
+/** CPU milliseconds of each process in an interval (null when absent or unreadable), the pooler's RSS at its end. */
+export type CpuInterval = ReturnType<ProcessCpu['next']>;
 
 /** The children of `pid` (/proc/<pid>/task/<pid>/children), or [] when unreadable. */
 export function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
+  return (readProcText(`/proc/${pid}/task/${pid}/children`) ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
 }
 
 /** Busy CPU time of the whole machine in ms (the `cpu` line of /proc/stat), or null. */
-export function machineBusyMs(): number | null {
-  try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
-    const f = line.trim().split(/\s+/).slice(1).map(Number);
-    // user nice system idle iowait irq softirq steal: steal is another guest's time on a VM,
-    // not this machine's work (guest time is already in user).
-    const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0);
-    return Number.isFinite(busy) ? (busy * 1000) / clockTicksPerSecond() : null;
-  } catch {
-    return null;
+function machineBusyMs(): number | null {
+  const stat = readProcText('/proc/stat');
+  if (stat === null) return null;
+  const f = (stat.split('\n', 1)[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal: steal is another guest's time on a VM,
+  // not this machine's work (guest time is already in user).
+  const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0);
+  return Number.isFinite(busy) ? (busy * 1000) / clockTicksPerSecond() : null;
+}
+
+/** CPU ms so far of each process (the postmaster and each child by pid), the pooler's RSS, the machine's busy time. */
+function readAll(pids: ProcessPids): { forwarder: number | null; pooler: ProcSample | null; postgres: Map<number, number>; machine: number | null } {
+  const postgres = new Map<number, number>();
+  for (const pid of pids.postgres === null ? [] : [pids.postgres, ...childPids(pids.postgres)]) {
+    const ms = readProcSample(pid)?.cpuMs;
+    if (ms !== undefined) postgres.set(pid, ms);
   }
+  const forwarder = pids.forwarder === null ? null : (readProcSample(pids.forwarder)?.cpuMs ?? null);
+  return { forwarder, pooler: pids.pooler === null ? null : readProcSample(pids.pooler), postgres, machine: machineBusyMs() };
 }
 
 /** Per-interval deltas for a fixed set of processes; the first interval starts at construction. */
 export class ProcessCpu {
-  private last: { forwarder: number | null; pooler: number | null; postgres: Map<number, number>; machine: number | null };
+  private last: ReturnType<typeof readAll>;
 
   constructor(private readonly pids: ProcessPids) {
-    this.last = this.read();
-  }
-
-  private read(): { forwarder: number | null; pooler: number | null; postgres: Map<number, number>; machine: number | null } {
-    const cpu = (pid: number | null): number | null => (pid === null ? null : (readProcSample(pid)?.cpuMs ?? null));
-    const postgres = new Map<number, number>();
-    if (this.pids.postgres !== null) {
-      for (const pid of [this.pids.postgres, ...childPids(this.pids.postgres)]) {
-        const ms = cpu(pid);
-        if (ms !== null) postgres.set(pid, ms);
-      }
-    }
-    return { forwarder: cpu(this.pids.forwarder), pooler: cpu(this.pids.pooler), postgres, machine: machineBusyMs() };
+    this.last = readAll(pids);
   }
 
   /** CPU since the previous call (or construction). */
-  next(): CpuInterval {
-    const now = this.read();
+  next() {
+    const now = readAll(this.pids);
     const before = this.last;
     this.last = now;
     const delta = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : Math.max(0, a - b));
@@ -80,9 +65,10 @@ export class ProcessCpu {
     }
     return {
       forwarderMs: delta(now.forwarder, before.forwarder),
-      poolerMs: delta(now.pooler, before.pooler),
-      poolerRssBytes: this.pids.pooler === null ? null : (readProcSample(this.pids.pooler)?.rssBytes ?? null),
+      poolerMs: delta(now.pooler?.cpuMs ?? null, before.pooler?.cpuMs ?? null),
+      poolerRssBytes: now.pooler?.rssBytes ?? null,
       postgresMs,
+      /** Every CPU's busy time (user, nice, system, irq, softirq) in the interval. */
       machineMs: delta(now.machine, before.machine),
     };
   }

@@ -6,39 +6,32 @@
 // /proc, so that reading them costs the client nothing.
 import { Histogram } from './histogram.js';
 import type { TelemetryRow } from './csv.js';
+import { EMPTY_ROW } from './csv.js';
 
 export type FailureReason = 'queue-full' | 'timeout' | 'error' | 'closed';
 
-export const FAILURE_REASONS: readonly FailureReason[] = ['queue-full', 'timeout', 'error', 'closed'];
-
 export class LoadRecorder {
   private activeCount = 0;
-  private issuedTotal = 0;
-  private processedTotal = 0;
-  private failedTotal = 0;
-  private intervalIssued = 0;
-  private intervalProcessed = 0;
-  private intervalFailed = 0;
+  /** Issued, answered and failed so far, and as they stood when the last interval ended. */
+  private readonly counts = { issued: 0, processed: 0, failed: 0 };
+  private taken = { ...this.counts };
   readonly failures: Record<FailureReason, number> = { 'queue-full': 0, timeout: 0, error: 0, closed: 0 };
   /** Latencies (µs) of the current interval; folded into `total` at each sample. */
-  readonly interval = new Histogram();
+  private readonly interval = new Histogram();
   readonly total = new Histogram();
+  /** The first few distinct error messages (reason 'error'), so a report can say what went wrong. */
+  readonly errorSamples: string[] = [];
 
   issued(): void {
     this.activeCount += 1;
-    this.issuedTotal += 1;
-    this.intervalIssued += 1;
+    this.counts.issued += 1;
   }
 
   completed(latencyUs: number): void {
     this.activeCount -= 1;
-    this.processedTotal += 1;
-    this.intervalProcessed += 1;
+    this.counts.processed += 1;
     this.interval.record(latencyUs);
   }
-
-  /** The first few distinct error messages (reason 'error'), so a report can say what went wrong. */
-  readonly errorSamples: string[] = [];
 
   failed(reason: FailureReason, error?: unknown): void {
     if (reason === 'error' && error !== undefined && this.errorSamples.length < 5) {
@@ -46,8 +39,7 @@ export class LoadRecorder {
       if (!this.errorSamples.includes(message)) this.errorSamples.push(message);
     }
     this.activeCount -= 1;
-    this.failedTotal += 1;
-    this.intervalFailed += 1;
+    this.counts.failed += 1;
     this.failures[reason] += 1;
   }
 
@@ -56,66 +48,43 @@ export class LoadRecorder {
   }
 
   totals(): { issued: number; processed: number; failed: number; active: number } {
-    return { issued: this.issuedTotal, processed: this.processedTotal, failed: this.failedTotal, active: this.activeCount };
+    return { ...this.counts, active: this.activeCount };
   }
 
   /** Ends the current interval: its counts, and its latencies moved into the run's histogram. */
   takeInterval(): { issued: number; processed: number; failed: number; meanUs: number | null; p50Us: number | null; p99Us: number | null; maxUs: number | null } {
     const h = this.interval;
-    const empty = h.count === 0;
-    const result = {
-      issued: this.intervalIssued,
-      processed: this.intervalProcessed,
-      failed: this.intervalFailed,
-      // No answer in the interval = no latency to report (an empty cell, not a misleading 0).
-      meanUs: empty ? null : h.mean,
-      p50Us: empty ? null : h.percentile(50),
-      p99Us: empty ? null : h.percentile(99),
-      maxUs: empty ? null : h.max,
-    };
+    const { counts: c, taken: t } = this;
+    // No answer in the interval = no latency to report (an empty cell, not a misleading 0).
+    const latency =
+      h.count === 0 ? { meanUs: null, p50Us: null, p99Us: null, maxUs: null } : { meanUs: h.mean, p50Us: h.percentile(50), p99Us: h.percentile(99), maxUs: h.max };
+    const result = { issued: c.issued - t.issued, processed: c.processed - t.processed, failed: c.failed - t.failed, ...latency };
+    this.taken = { ...c };
     this.total.add(h);
     h.reset();
-    this.intervalIssued = 0;
-    this.intervalProcessed = 0;
-    this.intervalFailed = 0;
     return result;
   }
 }
 
-export interface SamplerOptions {
-  recorder: LoadRecorder;
-  /** Default 1000 ms, as the original. */
-  intervalMs?: number;
-  /** Called with each row as it is produced. */
-  onRow?: (row: TelemetryRow, index: number) => void;
-  /** Wall clock for the timestamp column. Default Date.now. */
-  now?: () => number;
-}
-
-/** Produces one row per interval from a recorder and this process's CPU and RSS. */
+/** Produces one row per second (as the original) from a recorder and this process's CPU and RSS. */
 export class TelemetrySampler {
   readonly rows: TelemetryRow[] = [];
   private timer: NodeJS.Timeout | null = null;
   private lastCpu: NodeJS.CpuUsage = process.cpuUsage();
-  private lastAt: number;
-  private readonly now: () => number;
-  private readonly intervalMs: number;
+  private lastAt = Date.now();
 
-  constructor(private readonly options: SamplerOptions) {
-    this.now = options.now ?? Date.now;
-    this.intervalMs = options.intervalMs ?? 1000;
-    this.lastAt = this.now();
-  }
+  /** `onRow` is called with each row as it is produced. */
+  constructor(private readonly options: { recorder: LoadRecorder; onRow?: (row: TelemetryRow, index: number) => void }) {}
 
   start(): void {
     this.lastCpu = process.cpuUsage();
-    this.lastAt = this.now();
-    this.timer = setInterval(() => this.sample(), this.intervalMs);
+    this.lastAt = Date.now();
+    this.timer = setInterval(() => this.sample(), 1000);
   }
 
   /** Takes one row now (the timer calls this; tests may too). */
   sample(): TelemetryRow {
-    const at = this.now();
+    const at = Date.now();
     const seconds = Math.max(1e-3, (at - this.lastAt) / 1000);
     this.lastAt = at;
     const cpuNow = process.cpuUsage();
@@ -123,6 +92,7 @@ export class TelemetrySampler {
     this.lastCpu = cpuNow;
     const interval = this.options.recorder.takeInterval();
     const row: TelemetryRow = {
+      ...EMPTY_ROW,
       timestamp_ms: at,
       active_number_of_queries: this.options.recorder.active,
       failed_number_of_queries: interval.failed,
@@ -135,16 +105,6 @@ export class TelemetrySampler {
       max_us: interval.maxUs,
       // Issued per second over this interval: what the schedule offered, for the x-axis of overload.
       offered_per_sec: Math.round(interval.issued / seconds),
-      pooler_cpu_milliseconds: null,
-      pooler_rss_bytes: null,
-      rtt_ms: null,
-      forwarder_cpu_milliseconds: null,
-      postgres_cpu_milliseconds: null,
-      other_cpu_milliseconds: null,
-      client_cpu_us_per_query: null,
-      forwarder_cpu_us_per_query: null,
-      pooler_cpu_us_per_query: null,
-      postgres_cpu_us_per_query: null,
     };
     this.rows.push(row);
     this.options.onRow?.(row, this.rows.length - 1);
