@@ -10,15 +10,12 @@ import { WORKERS } from '../commands/workers.js';
 
 function programHelp(): string {
   const width = Math.max(...SUBCOMMANDS.map((s) => s.name.length));
-  const line = (s: (typeof SUBCOMMANDS)[number]): string => `  ${s.name.padEnd(width)}  ${s.summary}`;
   return [
     'usage: quicpool-bench <subcommand> [options]',
     '       quicpool-bench <subcommand> --help   (that subcommand\'s options)',
     '',
     'subcommands:',
-    ...SUBCOMMANDS.filter((s) => s.internal !== true).map(line),
-    'internal:',
-    ...SUBCOMMANDS.filter((s) => s.internal === true).map(line),
+    ...SUBCOMMANDS.map((s) => `  ${s.name.padEnd(width)}  ${s.summary}`),
     '',
     'With --json the last line printed is one JSON object. Exit code 0: done; 1: failed; 2: usage error.',
   ].join('\n');

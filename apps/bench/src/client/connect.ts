@@ -49,3 +49,31 @@ export interface ClientMemory {
 export function quicPool(login: Login, max: number, manager: SessionManager, fastStart: FastStartMode = true): QuicPool {
   return new QuicPool({ ...login, max, idleTimeoutMillis: 0, quic: manager, fastStart });
 }
+
+/** ms from a new pg.Client's connect() to the row of `query`, the client ended afterwards. */
+export async function firstRowMs(config: pg.ClientConfig, query = 'select 1'): Promise<number> {
+  const client = new pg.Client(config);
+  const t0 = performance.now();
+  await client.connect();
+  await client.query(query);
+  const ms = performance.now() - t0;
+  await client.end();
+  return ms;
+}
+
+/**
+ * Runs `open` `count` times, at most `concurrency` at once. After a failure no more are started;
+ * the first failure is thrown once every one under way has settled.
+ */
+export async function openMany(count: number, concurrency: number, open: () => Promise<void>): Promise<void> {
+  let started = 0;
+  const failures: unknown[] = [];
+  const lane = async (): Promise<void> => {
+    while (started < count && failures.length === 0) {
+      started++;
+      await open().catch((e: unknown) => void failures.push(e));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
+  if (failures.length > 0) throw failures[0];
+}

@@ -6,24 +6,26 @@
 //   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes, straight to the
 //       daemon: on the host's loopback, or inside the packet path's server namespace where the daemon runs)
 //   (c) 2,000 sessions x 1 query from nothing open: time to drain
-import { startPostgres } from '@quicpool/pg-fixture';
-import { describeMachine, load1, machineLine } from '../report/machine.js';
-import { openFileLimit, readProcSample } from '../telemetry/proc.js';
-import type { BenchTargets, Login } from './connect.js';
-import { drainQuic, drainTcp } from './drain.js';
-import type { DrainResult } from './drain.js';
-import { measureColdStart, measurePathRtts } from './first-row.js';
-import type { ColdPath, ColdStartResult } from './first-row.js';
-import { measureIdle } from './idle-sessions.js';
-import type { IdleResult } from './idle-sessions.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { SessionManager } from '@quicpool/client';
+import { startPostgres } from '@quicpool/pg-fixture';
+import { describeMachine, load1, machineLine } from '../report/machine.js';
+import { round2 as r2 } from '../report/round.js';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
 import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
-import { round2 as r2 } from '../report/round.js';
+import { openFileLimit, readProcSample } from '../telemetry/proc.js';
+import type { BenchTargets, Login } from './connect.js';
+import { quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
+import { byColdPath, measureColdStart, measurePathRtts } from './first-row.js';
+import type { ColdPath, ColdStartResult } from './first-row.js';
+import { measureIdle } from './idle-sessions.js';
+import type { IdleResult } from './idle-sessions.js';
 
 export interface ClientBenchOptions {
   readonly oneWayMs: number;
@@ -43,19 +45,39 @@ export interface ClientBenchOptions {
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
-/** A drain and the CPU it cost this process (the client) and the pooler process. */
-export interface DrainCost extends DrainResult {
+/** (c) `sessions` queries at once on a pool with nothing open, and the CPU it cost this process (the client) and the pooler. */
+interface DrainCost {
+  readonly ms: number;
+  readonly failed: number;
+  readonly firstError: string | null;
   readonly clientCpuMs: number;
   readonly poolerCpuMs: number | null;
 }
 
-async function withCpu(poolerPid: number, run: () => Promise<DrainResult>): Promise<DrainCost> {
+/** The CPU counts from before `open` makes the pool to after `close` (the pool's end) has run. */
+async function drain(poolerPid: number, sessions: number, open: () => { pool: pg.Pool; close: () => Promise<void> }): Promise<DrainCost> {
   const c0 = process.cpuUsage();
   const p0 = readProcSample(poolerPid);
-  const r = await run();
+  const { pool, close } = open();
+  let failed = 0;
+  let firstError: string | null = null;
+  pool.on('error', () => undefined);
+  let ms: number;
+  try {
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: sessions }, (_, i) =>
+      pool.query('select $1::int as i', [i]).then(() => undefined, (e: Error) => {
+        failed++;
+        firstError ??= e.message;
+      })));
+    ms = performance.now() - t0;
+  } finally {
+    await close();
+  }
   const c = process.cpuUsage(c0);
   const p1 = readProcSample(poolerPid);
-  return { ...r, clientCpuMs: Math.round((c.user + c.system) / 1000), poolerCpuMs: p0 === null || p1 === null ? null : Math.round(p1.cpuMs - p0.cpuMs) };
+  const poolerCpuMs = p0 === null || p1 === null ? null : Math.round(p1.cpuMs - p0.cpuMs);
+  return { ms, failed, firstError, clientCpuMs: Math.round((c.user + c.system) / 1000), poolerCpuMs };
 }
 
 export async function runClientBench(o: ClientBenchOptions): Promise<void> {
@@ -66,17 +88,16 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
   }
   const machine = describeMachine();
   log(`${machineLine(machine)}; open-file limit ${limit ?? 'unknown'}`);
-  const pg = await startPostgres({ settings: { max_connections: String(Math.max(100, o.poolSize * 2 + 20)) } });
+  const postgres = await startPostgres({ settings: { max_connections: String(Math.max(100, o.poolSize * 2 + 20)) } });
   let pooler: RunningDaemon | null = null;
   let readOnlyPooler: RunningDaemon | null = null;
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-'));
-  const readOnlyStateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-client-ro-'));
   let path: VariantPath | null = null;
   try {
-    const info = pg.info;
+    const info = postgres.info;
     const trust: Login = { user: info.trustUser, database: info.database };
     const scram: Login = { user: info.user, password: info.password, database: info.database };
-    path = await openPath(choosePathMode(o.path, log).mode, { delayMs: o.oneWayMs, lossRate: 0, seed: 1, congestionControl: 'cubic' }, o.script, 'here');
+    path = await openPath(choosePathMode(o.path, log).mode, { delayMs: o.oneWayMs, lossRate: 0, seed: 1, congestionControl: 'cubic' }, 'here');
     const daemon = {
       listenHost: path.serverHost,
       namespace: path.serverNs,
@@ -97,12 +118,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     // A second daemon with the read-only 0-RTT policy (only the cold start's read-only path uses it).
     let readOnlyWan: BenchTargets = wan;
     if (o.parts.cold) {
-      readOnlyPooler = await startDaemon({
-        ...daemon,
-        poolSize: 4,
-        stateDir: readOnlyStateDir,
-        settings: { quic: { early_data: 'read-only' } },
-      });
+      readOnlyPooler = await startDaemon({ ...daemon, poolSize: 4, stateDir: join(stateDir, 'read-only'), settings: { quic: { early_data: 'read-only' } } });
       const roUdp = await path.endpoint('udp', quicPortOf(readOnlyPooler));
       readOnlyWan = { ...wan, quicPort: roUdp.port, caPem: readOnlyPooler.caPem };
     }
@@ -126,49 +142,54 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       log(`(b) ${o.sessions} idle QUIC sessions (${o.quicConnections} connections x ${o.streamsPerConnection} streams, own process) ...`);
       idle = { tcp: idleTcp, quic: await measureIdle(o.script, { ...idleBase, transport: 'quic' }, path.serverNs) };
     }
-    let drain: { tcp: DrainCost; quic: DrainCost } | null = null;
+    let drained: { tcp: DrainCost; quic: DrainCost } | null = null;
     if (o.parts.drain) {
-      const poolerPid = pooler.pid;
       log(`(c) ${o.sessions} sessions x 1 query, TCP+TLS ...`);
-      const drainT = await withCpu(poolerPid, () => drainTcp(wan, trust, o.sessions));
+      const tcp = await drain(pooler.pid, o.sessions, () => {
+        const pool = new pg.Pool({ ...tlsClientConfig(wan, trust), max: o.sessions, idleTimeoutMillis: 0 });
+        return { pool, close: () => pool.end() };
+      });
       log(`(c) ${o.sessions} sessions x 1 query, QUIC ...`);
-      drain = { tcp: drainT, quic: await withCpu(poolerPid, () => drainQuic(wan, trust, o.sessions, o.quicConnections, o.streamsPerConnection)) };
+      const quic = await drain(pooler.pid, o.sessions, () => {
+        const manager = new SessionManager(quicManagerOptions(wan, { maxConnections: o.quicConnections, streamsPerConnection: o.streamsPerConnection }));
+        const pool = quicPool(trust, o.sessions, manager);
+        return { pool, close: () => pool.end().then(() => manager.close()) };
+      });
+      drained = { tcp, quic };
     }
     const loadEnd = load1();
-    const out: string[] = [];
-    out.push('');
-    out.push(`bench:client — WAN ${o.oneWayMs} ms each way, ${path.mode === 'packet' ? 'the packet path' : 'the user-space relay'}; measured RTT ${rtt.tcpMs.toFixed(1)} ms (TCP+TLS path), ${rtt.quicMs.toFixed(1)} ms (QUIC path); load average ${loadStart} -> ${loadEnd}`);
-    out.push('');
+    const wanText = `WAN ${o.oneWayMs} ms each way, ${path.mode === 'packet' ? 'the packet path' : 'the user-space relay'}`;
+    const rtts = `measured RTT ${rtt.tcpMs.toFixed(1)} ms (TCP+TLS path), ${rtt.quicMs.toFixed(1)} ms (QUIC path)`;
+    const out = ['', `bench:client — ${wanText}; ${rtts}; load average ${loadStart} -> ${loadEnd}`, ''];
     if (cold !== null) coldLines(out, o, cold.trust, cold.scram, path.mode);
     if (idle !== null) idleLines(out, o, idle.tcp, idle.quic);
-    if (drain !== null) drainLines(out, o, drain.tcp, drain.quic);
+    if (drained !== null) drainLines(out, o, drained.tcp, drained.quic);
     process.stdout.write(`${out.join('\n')}\n`);
     if (o.json) {
-      const coldTrust = cold?.trust;
-      const coldScram = cold?.scram;
-      const each = (v: Record<ColdPath, number>) => ({ tcpTls: r2(v.tcpTls), quic: r2(v.quic), quic0rtt: r2(v.quic0rtt), quic0rttPgStartup: r2(v.quic0rttPgStartup), quic0rttReadOnly: r2(v.quic0rttReadOnly) });
-      const rtts = (c: ColdStartResult) => each(c.rtts);
-      const ms = (c: ColdStartResult) => each(c.ms);
+      const each = (v: Record<ColdPath, number>): Record<ColdPath, number> => byColdPath((p) => r2(v[p]));
       process.stdout.write(`${JSON.stringify({
         bench: 'client',
         wanPath: path.mode,
         configuredOneWayMs: o.oneWayMs,
         measuredRttMs: { tcpTls: r2(rtt.tcpMs), quic: r2(rtt.quicMs) },
-        ...(coldTrust !== undefined && coldScram !== undefined ? {
-          firstRowRtts: rtts(coldTrust),
-          firstRowMs: ms(coldTrust),
-          firstRowRttsScram: rtts(coldScram),
-          firstRowMsScram: ms(coldScram),
-          pipelined: { trust: coldTrust.pipelined, scram: coldScram.pipelined },
-          zeroRtt: { resumedEveryTime: coldTrust.resumedEveryTime && coldScram.resumedEveryTime, earlyDataEveryTime: coldTrust.earlyDataEveryTime && coldScram.earlyDataEveryTime },
+        ...(cold !== null ? {
+          firstRowRtts: each(cold.trust.rtts),
+          firstRowMs: each(cold.trust.ms),
+          firstRowRttsScram: each(cold.scram.rtts),
+          firstRowMsScram: each(cold.scram.ms),
+          pipelined: { trust: cold.trust.pipelined, scram: cold.scram.pipelined },
+          zeroRtt: {
+            resumedEveryTime: cold.trust.resumedEveryTime && cold.scram.resumedEveryTime,
+            earlyDataEveryTime: cold.trust.earlyDataEveryTime && cold.scram.earlyDataEveryTime,
+          },
         } : {}),
         ...(idle !== null ? { idleSessionBytes: { tcp: idle.tcp.bytesPerSession, quic: idle.quic.bytesPerSession }, idle } : {}),
-        ...(drain !== null ? {
-          drainMs: { tcp: Math.round(drain.tcp.ms), quic: Math.round(drain.quic.ms) },
-          drainFailed: { tcp: drain.tcp.failed, quic: drain.quic.failed },
+        ...(drained !== null ? {
+          drainMs: { tcp: Math.round(drained.tcp.ms), quic: Math.round(drained.quic.ms) },
+          drainFailed: { tcp: drained.tcp.failed, quic: drained.quic.failed },
           drainCpuMs: {
-            client: { tcp: drain.tcp.clientCpuMs, quic: drain.quic.clientCpuMs },
-            pooler: { tcp: drain.tcp.poolerCpuMs, quic: drain.quic.poolerCpuMs },
+            client: { tcp: drained.tcp.clientCpuMs, quic: drained.quic.clientCpuMs },
+            pooler: { tcp: drained.tcp.poolerCpuMs, quic: drained.quic.poolerCpuMs },
           },
         } : {}),
         sessions: o.sessions,
@@ -182,9 +203,8 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     await pooler?.stop();
     await readOnlyPooler?.stop();
     await path?.close();
-    await pg.stop();
+    await postgres.stop();
     rmSync(stateDir, { recursive: true, force: true });
-    rmSync(readOnlyStateDir, { recursive: true, force: true });
   }
 }
 

@@ -11,19 +11,18 @@ import { defineCommand } from '../command-line.js';
 import { summaryLines, workerFigures, workerLines } from '../report/bench-terminal.js';
 import { machineLine, describeMachine } from '../report/machine.js';
 import { BENCH_OPTIONS, benchOptionsOf, workerCounts } from '../scenarios/bench-options.js';
-import { runBench } from '../scenarios/run-bench.js';
+import { runBench, type BenchOutcome } from '../scenarios/run-bench.js';
+import type { BenchContext } from '../scenarios/run-variant.js';
 import { steadyByScenario, steadyJson, steadyLines } from '../report/steady.js';
-import type { PhasedRow } from '../scenarios/types.js';
-import type { PgTarget } from '../stack/postgres.js';
 import { pgTargetOf } from '../stack/postgres.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** One line per second per run: redrawn on a terminal, plain lines in logs and CI. */
-function progressPrinter(tty: boolean): (scenario: string, variant: string, round: number, phased: PhasedRow) => void {
+function progressPrinter(tty: boolean): NonNullable<BenchContext['onRow']> {
   const seconds = new Map<string, number>();
-  return (scenario, variant, round, phased) => {
-    const key = `${scenario}/${variant} r${round}`;
+  return (plan, variant, round, phased) => {
+    const key = `${plan.name}/${variant.name} r${round}`;
     const second = (seconds.get(key) ?? 0) + 1;
     seconds.set(key, second);
     const r = phased.row;
@@ -34,7 +33,7 @@ function progressPrinter(tty: boolean): (scenario: string, variant: string, roun
 }
 
 /**
- * The client processes (and the relay) run this program. A copy of its folder in a private one
+ * The client processes run this program. A copy of its folder in a private one
  * keeps a run safe from a rebuild of dist/ while it runs (tsup cleans the folder first); it sits
  * under node_modules/.cache so that its imports resolve exactly as from dist/.
  */
@@ -68,38 +67,26 @@ export const command = defineCommand({
     try {
       say(`quicpool bench${o.quick ? ' --quick' : ''}: ${o.scenarios.join(', ')}, ${o.rounds} round(s)`);
       say(`machine: ${machineLine(describeMachine())}`);
-      let pg: PgTarget;
-      if (values.pg !== undefined) {
-        pg = pgTargetOf(values.pg);
-        say(`postgres: ${values.pg.replace(/:[^:@/]*@/, ':***@')}`);
-      } else {
-        server = await startPostgres({ settings: { max_connections: '200' } });
-        pg = server.info;
-        say(`postgres: embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`);
-      }
-      const outcomes = new Map<number, Awaited<ReturnType<typeof runBench>>>();
+      if (values.pg === undefined) server = await startPostgres({ settings: { max_connections: '200' } });
+      const pg = server?.info ?? pgTargetOf(values.pg ?? '');
+      say(`postgres: ${server === null ? values.pg?.replace(/:[^:@/]*@/, ':***@') : `embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`}`);
+      const outcomes: BenchOutcome[] = [];
       for (const workers of counts) {
         if (counts.length > 1) say(`--- quicpool with ${workers} worker${workers === 1 ? '' : 's'} ---`);
-        const outcome = await runBench({ ...o, workers, out: o.out === null || counts.length === 1 ? o.out : `${o.out}-w${workers}` }, {
-          pg,
-          script: copy.script,
-          log: stamp,
-          onRow: (plan, variant, round, row) => progress(plan.name, variant.name, round, row),
-        });
-        outcomes.set(workers, outcome);
+        const out = o.out === null || counts.length === 1 ? o.out : `${o.out}-w${workers}`;
+        const outcome = await runBench({ ...o, workers, out }, { pg, script: copy.script, log: stamp, onRow: progress });
+        outcomes.push(outcome);
         if (tty) process.stdout.write('\r\x1b[2K');
-        say('');
-        for (const line of summaryLines(outcome.results)) say(line);
-        if (o.steadyRate !== null) for (const [name, f] of steadyByScenario(outcome.results)) for (const line of ['', ...steadyLines(name, f)]) say(line);
-        say('');
-        say(`report: ${outcome.report.htmlFile}`);
-        say('files' in outcome.report.png ? `png: ${outcome.report.png.files.join(', ')}` : `png: skipped: ${outcome.report.png.skipped}`);
+        const steady = o.steadyRate === null ? [] : [...steadyByScenario(outcome.results)].flatMap(([name, f]) => ['', ...steadyLines(name, f)]);
+        const png = outcome.report.png;
+        const pngLine = 'files' in png ? `png: ${png.files.join(', ')}` : `png: skipped: ${png.skipped}`;
+        for (const line of ['', ...summaryLines(outcome.results), ...steady, '', `report: ${outcome.report.htmlFile}`, pngLine]) say(line);
       }
       await stop();
-      const byWorkers = Object.fromEntries([...outcomes].map(([w, out]) => [String(w), workerFigures(out.results)]));
+      const byWorkers = Object.fromEntries(outcomes.map((out, i) => [String(counts[i]), workerFigures(out.results)]));
       if (counts.length > 1) for (const line of workerLines(byWorkers, counts)) say(line);
       if (values.json) {
-        const first = outcomes.get(counts[0]!)!;
+        const first = outcomes[0]!;
         const s = first.report.summary;
         // --steady: the pooler's CPU per query over the load and the first second's latency, by variant
         // (`scenario/variant` when several scenarios ran).

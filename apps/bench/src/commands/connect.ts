@@ -16,7 +16,7 @@ export const command = defineCommand({
     seconds: { type: 'string', default: '10' },
     sessions: { type: 'string', default: '2000' },
   },
-  async run({ values, program }) {
+  async run({ values }) {
     await runConnectBench({
       oneWayMs: wholeOption('delay', values.delay, 0),
       trials: wholeOption('trials', values.trials),
@@ -25,7 +25,6 @@ export const command = defineCommand({
       sessions: wholeOption('sessions', values.sessions),
       json: values.json,
       path: pathOption(values.path),
-      script: program,
     });
     return 0;
   },

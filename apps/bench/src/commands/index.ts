@@ -5,8 +5,6 @@ import type { Command } from '../command-line.js';
 export interface Subcommand {
   readonly name: string;
   readonly summary: string;
-  /** Started by other benchmarks, not by hand: listed apart in the help. */
-  readonly internal?: boolean;
   load(): Promise<Command>;
 }
 
@@ -20,5 +18,4 @@ export const SUBCOMMANDS: readonly Subcommand[] = [
   { name: 'netpath', summary: 'the packet-level WAN path alone: its RTT and its forwarder\'s CPU per packet (pnpm bench:netpath)', load: async () => (await import('./netpath.js')).command },
   { name: 'soak', summary: 'steady mixed load with faults injected; exit 1 on growth, wrong answers or stray errors (pnpm bench:soak)', load: async () => (await import('./soak.js')).command },
   { name: 'faults', summary: 'a PostgreSQL restart and a failover under load: quicpool (TCP, QUIC) and PgBouncer (pnpm bench:faults)', load: async () => (await import('./faults.js')).command },
-  { name: 'wan', summary: 'the user-space WAN relay as its own process (started by bench, client and connect)', internal: true, load: async () => (await import('./wan.js')).command },
 ];

@@ -1,15 +1,7 @@
-// `quicpool-bench lan` (`pnpm bench:lan`): pgbench -S direct vs through quicpool (TCP) vs through
-// PgBouncer (when installed), on loopback, in one run. quicpool is the real daemon (`quicpool
-// start` with a generated config, TCP only).
-// --workers: quicpool's worker-thread counts, a daemon each, all measured in every round.
-// --rate: pgbench -R (fixed rate): CPU µs per transaction then compares at equal load on a busy machine.
-// --baseline <another build's apps/pooler/dist/cli.js>: that build's daemon is measured too, in every
-// round right after quicpoolTcp (target quicpoolBaseline): a before/after under the same load.
-// --targets may add nodeForwarder (a Node.js process piping each client connection to its own
-// server connection: what Node's sockets alone cost per transaction) and transportForwarder (the
-// same through @quicpool/transport's fast paths, as the pooler uses them).
-// --quick: 5 s per target. --rounds N: N interleaved rounds, medians reported. --profile DIR: a V8
-// CPU profile of the quicpool daemon.
+// `quicpool-bench lan` (`pnpm bench:lan`): pgbench -S direct vs through quicpool (TCP; the real
+// daemon) vs through PgBouncer (when installed), on loopback, in one run. --quick: 5 s per target.
+// --targets may add the Node forwarders (references, see lan/node-forwarder.ts); what the other
+// options do is told with LanOptions (lan/run-lan.ts).
 import { defineCommand, JSON_OPTION, numberOption, UsageError } from '../command-line.js';
 import { runLan, SELECTABLE_TARGETS } from '../lan/run-lan.js';
 

@@ -85,7 +85,7 @@ export const command = defineCommand({
     const rows = medianRows(runs);
     let first: FirstResponseResult | null = null;
     if (only.has('first')) {
-      process.stderr.write('running first response through the WAN emulator ...\n');
+      process.stderr.write('running first response through the relay ...\n');
       first = await attempt('first response', () => measureFirstResponse(15));
     }
 
@@ -115,7 +115,7 @@ export const command = defineCommand({
     }
     if (first !== null) {
       console.log(
-        `\nFirst response through the WAN emulator (${first.configuredOneWayMs} ms one way, measured RTT ${first.measuredRttMs} ms, median of ${first.trials}):` +
+        `\nFirst response through the relay (${first.configuredOneWayMs} ms one way, measured RTT ${first.measuredRttMs} ms, median of ${first.trials}):` +
           `\n  fresh QUIC connection: ${first.fullMs} ms = ${first.full} RTT` +
           `\n  0-RTT resumed:         ${first.zeroRttMs} ms = ${first.zeroRtt} RTT (server saw early data: ${first.serverSawEarlyData})`,
       );

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { queryLoop, startPostgres, withPgClient } from '@quicpool/pg-fixture';
-import type { PostgresServer, QueryRecord } from '@quicpool/pg-fixture';
+import type { PostgresServer } from '@quicpool/pg-fixture';
 import { forNodePostgres, QuicDialer } from '@quicpool/transport';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
@@ -45,11 +45,6 @@ export interface FailoverFigures extends FaultFigures {
   readonly promotionMs: number;
 }
 
-export interface FaultsResult {
-  readonly restart: Partial<Record<Target, RestartFigures>>;
-  readonly failover: Partial<Record<Target, FailoverFigures>>;
-}
-
 type Login = Pick<PgTarget, 'user' | 'password' | 'database'>;
 
 /** A pooler in front of `hosts`, and how a client session reaches it. */
@@ -57,21 +52,24 @@ interface Entry {
   connect(): Promise<pg.Client>;
   stop(): Promise<void>;
 }
+type Host = { host: string; port: number };
+/** Starts a target's pooler in front of `hosts` (the primary first). */
+type MakeEntry = (hosts: readonly Host[], login: Login) => Promise<Entry>;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** How long queries still waiting at the end of a run may take before they count as unanswered. */
 const GRACE_MS = 3_000;
 
-async function tcpClient(port: number, login: Login): Promise<pg.Client> {
-  const c = new pg.Client({ host: '127.0.0.1', port, ...login });
+async function connected(config: pg.ClientConfig): Promise<pg.Client> {
+  const c = new pg.Client(config);
   c.on('error', () => undefined);
   await c.connect();
   return c;
 }
 
 /** The quicpool daemon in front of `hosts` (one for the restart, two for the failover), reached over `via`. */
-async function quicpoolEntry(hosts: readonly { host: string; port: number }[], login: Login, poolSize: number, via: 'tcp' | 'quic'): Promise<Entry> {
+async function quicpoolEntry(hosts: readonly Host[], login: Login, poolSize: number, via: 'tcp' | 'quic'): Promise<Entry> {
   const stateDir = await mkdtemp(join(tmpdir(), 'quicpool-bench-faults-'));
   const daemon = await startDaemon({
     listenHost: '127.0.0.1',
@@ -84,13 +82,10 @@ async function quicpoolEntry(hosts: readonly { host: string; port: number }[], l
   let n = 0;
   return {
     async connect() {
-      if (via === 'tcp') return tcpClient(daemon.tcpPort, login);
+      if (via === 'tcp') return connected({ host: '127.0.0.1', port: daemon.tcpPort, ...login });
       const stream = await dialers[n++ % dialers.length]!.open();
       stream.on('error', () => undefined);
-      const c = new pg.Client({ ...login, stream: () => forNodePostgres(stream) });
-      c.on('error', () => undefined);
-      await c.connect();
-      return c;
+      return connected({ ...login, stream: () => forNodePostgres(stream) });
     },
     async stop() {
       for (const d of dialers) await d.close().catch(() => undefined);
@@ -100,13 +95,14 @@ async function quicpoolEntry(hosts: readonly { host: string; port: number }[], l
   };
 }
 
-async function pgbouncerEntry(bin: string, host: { host: string; port: number }, login: Login, poolSize: number): Promise<Entry> {
+/** PgBouncer 1.x has one host per database: the primary. */
+async function pgbouncerEntry(bin: string, host: Host, login: Login, poolSize: number): Promise<Entry> {
   const b = await startPgbouncer(bin, { serverHost: host.host, serverPort: host.port, user: login.user, password: login.password, poolSize });
-  return { connect: () => tcpClient(b.port, login), stop: () => b.stop() };
+  return { connect: () => connected({ host: '127.0.0.1', port: b.port, ...login }), stop: () => b.stop() };
 }
 
-/** Runs the load for `seconds`, with `fault` a third of the way in; `fault` resolves with the moment the server is back. */
-async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () => Promise<number>): Promise<{ records: QueryRecord[]; returnedAt: number; endedAt: number }> {
+/** What the clients saw of `fault`, a third of the way into `seconds` of load; `fault` resolves with the moment the server is back. */
+async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () => Promise<number>): Promise<FaultFigures> {
   const load = queryLoop(() => entry.connect(), o.clients, sql);
   try {
     await sleep((o.seconds * 1000) / 3);
@@ -115,10 +111,12 @@ async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () 
     const endedAt = performance.now();
     load.stop();
     // Queries a pooler still holds (PgBouncer waits up to its query_wait_timeout) end the run after a grace.
-    const ended = await Promise.race([load.done, sleep(GRACE_MS).then(() => null)]);
-    if (ended !== null) return { records: ended, returnedAt, endedAt };
-    load.abort();
-    return { records: await load.done, returnedAt, endedAt };
+    let records = await Promise.race([load.done, sleep(GRACE_MS).then(() => null)]);
+    if (records === null) {
+      load.abort();
+      records = await load.done;
+    }
+    return faultFigures(records, returnedAt, endedAt);
   } catch (e) {
     load.stop();
     await load.done.catch(() => undefined);
@@ -128,17 +126,17 @@ async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () 
 
 async function restartRun(server: PostgresServer, entry: Entry, o: FaultsOptions): Promise<RestartFigures> {
   let restartMs = 0;
-  const r = await underLoad(entry, o, 'select $1::int as n', async () => {
+  const figures = await underLoad(entry, o, 'select $1::int as n', async () => {
     const t0 = performance.now();
     await server.restart('fast');
     const back = performance.now();
     restartMs = back - t0;
     return back;
   });
-  return { ...faultFigures(r.records, r.returnedAt, r.endedAt), serverRestartMs: Math.round(restartMs) };
+  return { ...figures, serverRestartMs: Math.round(restartMs) };
 }
 
-async function failoverRun(make: (primary: PostgresServer, standby: PostgresServer, login: Login) => Promise<Entry>, o: FaultsOptions): Promise<FailoverFigures> {
+async function failoverRun(make: MakeEntry, o: FaultsOptions): Promise<FailoverFigures> {
   const primary = await startPostgres();
   let standby: PostgresServer | null = null;
   let entry: Entry | null = null;
@@ -146,10 +144,10 @@ async function failoverRun(make: (primary: PostgresServer, standby: PostgresServ
     const login = { user: primary.info.user, password: primary.info.password, database: primary.info.database };
     await withPgClient({ host: primary.info.host, port: primary.info.port, ...login }, (c) => c.query('CREATE TABLE writes (client int, at timestamptz DEFAULT now())'));
     standby = await primary.startStandby();
-    entry = await make(primary, standby, login);
+    entry = await make([hostOf(primary), hostOf(standby)], login);
     const promoted = standby;
     let promotionMs = 0;
-    const r = await underLoad(entry, o, 'insert into writes (client) values ($1)', async () => {
+    const figures = await underLoad(entry, o, 'insert into writes (client) values ($1)', async () => {
       await primary.shutdown('fast');
       const t0 = performance.now();
       await promoted.promote();
@@ -158,7 +156,6 @@ async function failoverRun(make: (primary: PostgresServer, standby: PostgresServ
       promotionMs = at - t0;
       return at;
     });
-    const figures = faultFigures(r.records, r.returnedAt, r.endedAt);
     return { ...figures, readOnlyWrites: figures.failedBy['25006'] ?? 0, promotionMs: Math.round(promotionMs) };
   } finally {
     await entry?.stop();
@@ -177,48 +174,37 @@ async function untilPrimary(server: PostgresServer, login: Login): Promise<void>
   });
 }
 
-const hostOf = (s: PostgresServer): { host: string; port: number } => ({ host: s.info.host, port: s.info.port });
+const hostOf = (s: PostgresServer): Host => ({ host: s.info.host, port: s.info.port });
 
-export async function runFaultsBench(o: FaultsOptions): Promise<FaultsResult> {
+export async function runFaultsBench(o: FaultsOptions): Promise<void> {
   const say = (line: string): void => void process.stdout.write(`${line}\n`);
   const pgbouncer = findPgbouncer();
   say(`bench:faults: ${o.clients} clients, ${o.seconds} s per run, pool size ${o.poolSize}; PgBouncer: ${pgbouncer ?? 'not installed (skipped)'}`);
+  const targets: [Target, MakeEntry][] = [
+    ['quicpoolTcp', (hosts, login) => quicpoolEntry(hosts, login, o.poolSize, 'tcp')],
+    ['quicpoolQuic', (hosts, login) => quicpoolEntry(hosts, login, o.poolSize, 'quic')],
+  ];
+  if (pgbouncer !== null) targets.push(['pgbouncer', (hosts, login) => pgbouncerEntry(pgbouncer, hosts[0]!, login, o.poolSize)]);
   const restart: Partial<Record<Target, RestartFigures>> = {};
   const failover: Partial<Record<Target, FailoverFigures>> = {};
 
   const server = await startPostgres();
   try {
     const login = { user: server.info.user, password: server.info.password, database: server.info.database };
-    const entries: [Target, () => Promise<Entry>][] = [
-      ['quicpoolTcp', () => quicpoolEntry([hostOf(server)], login, o.poolSize, 'tcp')],
-      ['quicpoolQuic', () => quicpoolEntry([hostOf(server)], login, o.poolSize, 'quic')],
-    ];
-    if (pgbouncer !== null) entries.push(['pgbouncer', () => pgbouncerEntry(pgbouncer, hostOf(server), login, o.poolSize)]);
-    for (const [target, make] of entries) {
-      const entry = await make();
-      try {
-        restart[target] = await restartRun(server, entry, o);
-      } finally {
-        await entry.stop();
-      }
-      say(line('restart', target, restart[target]!, `server restart ${restart[target]!.serverRestartMs} ms`));
+    for (const [target, make] of targets) {
+      const entry = await make([hostOf(server)], login);
+      const f = (restart[target] = await restartRun(server, entry, o).finally(() => entry.stop()));
+      say(line('restart', target, f, `server restart ${f.serverRestartMs} ms`));
     }
   } finally {
     await server.stop();
   }
 
-  const failoverEntries: [Target, (p: PostgresServer, s: PostgresServer, l: Login) => Promise<Entry>][] = [
-    ['quicpoolTcp', (p, s, l) => quicpoolEntry([hostOf(p), hostOf(s)], l, o.poolSize, 'tcp')],
-    ['quicpoolQuic', (p, s, l) => quicpoolEntry([hostOf(p), hostOf(s)], l, o.poolSize, 'quic')],
-  ];
-  if (pgbouncer !== null) failoverEntries.push(['pgbouncer', (p, _s, l) => pgbouncerEntry(pgbouncer, hostOf(p), l, o.poolSize)]);
-  for (const [target, make] of failoverEntries) {
-    failover[target] = await failoverRun(make, o);
-    say(line('failover', target, failover[target]!, `promotion ${failover[target]!.promotionMs} ms, writes on a read-only server ${failover[target]!.readOnlyWrites}`));
+  for (const [target, make] of targets) {
+    const f = (failover[target] = await failoverRun(make, o));
+    say(line('failover', target, f, `promotion ${f.promotionMs} ms, writes on a read-only server ${f.readOnlyWrites}`));
   }
-  const result = { restart, failover };
-  if (o.json) say(JSON.stringify(result));
-  return result;
+  if (o.json) say(JSON.stringify({ restart, failover }));
 }
 
 function line(fault: string, target: Target, f: FaultFigures, extra: string): string {

@@ -23,12 +23,6 @@ export interface ForwarderTarget {
   readonly kind: ForwarderKind;
 }
 
-export interface RunningForwarder {
-  readonly port: number;
-  readonly pid: number;
-  stop(): Promise<void>;
-}
-
 /** The worker side: runs until SIGTERM or until its stdin ends. */
 export async function runNodeForwarder(target: ForwarderTarget): Promise<void> {
   const port = target.kind === 'net' ? await listenNet(target) : await listenTransport(target);
@@ -107,8 +101,10 @@ async function listenTransport(target: ForwarderTarget): Promise<number> {
   return listener.address().port;
 }
 
+export type RunningForwarder = Awaited<ReturnType<typeof startNodeForwarder>>;
+
 /** The bench side: forks `script` as a forwarder worker of this kind. */
-export async function startNodeForwarder(script: string, target: ForwarderTarget): Promise<RunningForwarder> {
+export async function startNodeForwarder(script: string, target: ForwarderTarget) {
   const w = await startWorkerProcess({
     name: `the Node forwarder (${target.kind})`,
     args: [script, NODE_FORWARDER_FLAG, JSON.stringify(target)],

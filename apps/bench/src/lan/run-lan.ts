@@ -4,16 +4,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startPostgres } from '@quicpool/pg-fixture';
+import { findPgbench, startPostgres } from '@quicpool/pg-fixture';
 import { describeMachine, load1, machineLine } from '../report/machine.js';
 import { median } from '../report/median.js';
 import { processSyscalls, readProcSample } from '../telemetry/proc.js';
-import { findPgbench, p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
-import type { PgbenchResult } from './pgbench.js';
+import { p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
+import type { PgbenchSummary } from './pgbench.js';
 import type { PgTarget } from '../stack/postgres.js';
 import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
+import type { RunningPgbouncer } from '../stack/pgbouncer.js';
 import { startDaemon } from '../stack/daemon.js';
 import { startNodeForwarder } from './node-forwarder.js';
+import type { RunningForwarder } from './node-forwarder.js';
 
 export interface LanOptions {
   readonly durationS: number;
@@ -45,8 +47,10 @@ export const SELECTABLE_TARGETS = ['direct', 'quicpoolTcp', 'pgbouncer', 'nodeFo
 /** The selectable targets, and the `--baseline` build's daemon. */
 export type TargetName = (typeof SELECTABLE_TARGETS)[number] | 'quicpoolBaseline';
 
-export interface TargetRow extends Omit<PgbenchResult, 'output'> {
+export interface TargetRow extends PgbenchSummary {
   readonly target: TargetName;
+  /** From pgbench's per-transaction log; null when it was empty. */
+  readonly latencyP99Ms: number | null;
   /** quicpool's worker threads (null for the other targets). */
   readonly workers: number | null;
   readonly round: number;
@@ -97,17 +101,16 @@ export async function runLan(o: LanOptions): Promise<void> {
       const cpu1 = pid === null ? null : readProcSample(pid);
       const io1 = countIo ? processSyscalls(pid) : null;
       const s = parseSummary(out);
-      const cpuUs = cpu0 !== null && cpu1 !== null ? (cpu1.cpuMs - cpu0.cpuMs) * 1000 : null;
-      const userUs = cpu0 !== null && cpu1 !== null ? (cpu1.userMs - cpu0.userMs) * 1000 : null;
+      const cpu = cpu0 === null || cpu1 === null ? null : { us: (cpu1.cpuMs - cpu0.cpuMs) * 1000, userUs: (cpu1.userMs - cpu0.userMs) * 1000 };
       rows.push({
         target,
         workers,
         round,
         ...s,
         latencyP99Ms: await p99FromLogs(logDir, prefix),
-        cpuUsPerTx: cpuUs !== null && s.transactions > 0 ? cpuUs / s.transactions : null,
-        userUsPerTx: userUs !== null && s.transactions > 0 ? userUs / s.transactions : null,
-        cpuCores: cpuUs !== null ? cpuUs / elapsedUs : null,
+        cpuUsPerTx: cpu !== null && s.transactions > 0 ? cpu.us / s.transactions : null,
+        userUsPerTx: cpu !== null && s.transactions > 0 ? cpu.userUs / s.transactions : null,
+        cpuCores: cpu !== null ? cpu.us / elapsedUs : null,
         syscallsPerTx: io0 !== null && io1 !== null && s.transactions > 0
           ? { reads: (io1.reads - io0.reads) / s.transactions, writes: (io1.writes - io0.writes) / s.transactions }
           : null,
@@ -115,7 +118,6 @@ export async function runLan(o: LanOptions): Promise<void> {
         loadAvg1mAfter: load1(),
       });
     };
-    const pooled = { serverHost: info.host, serverPort: info.port, user: info.user, password: info.password, poolSize: o.poolSize };
     // The real daemon, TCP only (pgbench speaks no QUIC), as a user would start it.
     const daemon = (cli: string | undefined, nodeFlags: readonly string[], workers?: number) =>
       startDaemon({
@@ -136,32 +138,31 @@ export async function runLan(o: LanOptions): Promise<void> {
     for (const q of qps) log(`quicpool daemon (${q.workers} worker${q.workers === 1 ? '' : 's'}) pid ${q.d.pid}`);
     // The baseline build runs as many workers as the first quicpool daemon (its own default would be every core).
     const baselineWorker = o.baseline === null ? null : await daemon(o.baseline, o.workerFlags, o.workers[0]);
-    const forwarder = o.targets.has('nodeForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'net' }) : null;
-    const fastForwarder = o.targets.has('transportForwarder') ? await startNodeForwarder(o.script, { host: info.host, port: info.port, kind: 'transport' }) : null;
+    const forwarders: [TargetName, RunningForwarder][] = [];
+    for (const [target, kind] of [['nodeForwarder', 'net'], ['transportForwarder', 'transport']] as const) {
+      if (o.targets.has(target)) forwarders.push([target, await startNodeForwarder(o.script, { host: info.host, port: info.port, kind })]);
+    }
+    let pb: RunningPgbouncer | null = null;
     try {
-      const pb = pgbouncerBin === null || !o.targets.has('pgbouncer') ? null : await startPgbouncer(pgbouncerBin, pooled);
+      const pooled = { serverHost: info.host, serverPort: info.port, user: info.user, password: info.password, poolSize: o.poolSize };
+      pb = pgbouncerBin === null || !o.targets.has('pgbouncer') ? null : await startPgbouncer(pgbouncerBin, pooled);
       pgbouncerVersion = pb?.version ?? null;
-      try {
-        for (; round <= o.rounds; round++) {
-          if (o.targets.has('direct')) await measure('direct', info.port, null);
-          // A/B in ABBA order (the baseline first in even rounds): a drift of the machine within
-          // a round does not favour whichever daemon is measured first.
-          const baselineFirst = baselineWorker !== null && round % 2 === 0;
-          if (baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
-          if (o.targets.has('quicpoolTcp')) for (const q of qps) await measure('quicpoolTcp', q.d.tcpPort, q.d.pid, q.workers);
-          if (baselineWorker !== null && !baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
-          if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
-          if (forwarder !== null) await measure('nodeForwarder', forwarder.port, forwarder.pid);
-          if (fastForwarder !== null) await measure('transportForwarder', fastForwarder.port, fastForwarder.pid);
-        }
-      } finally {
-        await pb?.stop();
+      for (; round <= o.rounds; round++) {
+        if (o.targets.has('direct')) await measure('direct', info.port, null);
+        // A/B in ABBA order (the baseline first in even rounds): a drift of the machine within
+        // a round does not favour whichever daemon is measured first.
+        const baselineFirst = baselineWorker !== null && round % 2 === 0;
+        if (baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
+        if (o.targets.has('quicpoolTcp')) for (const q of qps) await measure('quicpoolTcp', q.d.tcpPort, q.d.pid, q.workers);
+        if (baselineWorker !== null && !baselineFirst) await measure('quicpoolBaseline', baselineWorker.tcpPort, baselineWorker.pid);
+        if (pb !== null) await measure('pgbouncer', pb.port, pb.pid);
+        for (const [target, fw] of forwarders) await measure(target, fw.port, fw.pid);
       }
     } finally {
+      await pb?.stop();
       for (const q of qps) await q.d.stop();
       await baselineWorker?.stop();
-      await forwarder?.stop();
-      await fastForwarder?.stop();
+      for (const [, fw] of forwarders) await fw.stop();
     }
   } finally {
     rmSync(logDir, { recursive: true, force: true });
@@ -174,8 +175,11 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
   const first = o.workers[0] ?? 1;
   // quicpoolTcp's headline figures are those of the first worker count.
   const of = (t: TargetName, workers: number = first) => rows.filter((r) => r.target === t && (t !== 'quicpoolTcp' || r.workers === workers));
-  const med = (t: TargetName, get: (r: TargetRow) => number | null): number | null => median(of(t).map(get));
+  const med = (t: TargetName, get: (r: TargetRow) => number | null, workers = first): number | null => median(of(t, workers).map(get));
+  const cpu = (r: TargetRow): number | null => r.cpuUsPerTx;
   const f = (x: number | null | undefined, d: number) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(d));
+  const list = (xs: readonly (number | null)[]): string => xs.map((x) => f(x, 2)).join(', ');
+  const workersText = (w: number): string => `${w} worker${w === 1 ? '' : 's'}`;
   const name = (r: TargetRow) =>
     r.target === 'pgbouncer' && pgbouncerVersion !== null ? `pgbouncer (${pgbouncerVersion})` : r.workers === null || o.workers.length === 1 ? r.target : `${r.target} ${r.workers}w`;
   const lines = [
@@ -186,92 +190,80 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
     '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map((r) =>
       `| ${r.round} | ${name(r)} | ${f(r.tps, 0)} | ${f(r.latencyMeanMs, 3)} | ${f(r.latencyP99Ms, 3)} | ${r.failed} | ${f(r.cpuUsPerTx, 1)} | ${f(r.userUsPerTx, 1)} | ${f(r.cpuCores, 2)} | ${r.syscallsPerTx === null ? '-' : `${f(r.syscallsPerTx.reads, 2)}+${f(r.syscallsPerTx.writes, 2)}`} | ${r.loadAvg1mBefore} / ${r.loadAvg1mAfter} |`),
+    '',
   ];
   // The ratio of each round (same conditions, measured back to back), then their median.
-  const byRound = (num: TargetName, den: TargetName, get: (r: TargetRow) => number | null) =>
-    of(num).map((a) => {
-      const b = rows.find((r) => r.target === den && r.round === a.round);
+  const byRound = (nums: readonly TargetRow[], dens: readonly TargetRow[], get: (r: TargetRow) => number | null) =>
+    nums.map((a) => {
+      const b = dens.find((r) => r.round === a.round);
       const x = get(a);
       const y = b === undefined ? null : get(b);
       return x !== null && y !== null && y > 0 ? x / y : null;
     });
-  const ratios = byRound('quicpoolTcp', 'pgbouncer', (r) => r.tps);
+  const ratios = byRound(of('quicpoolTcp'), of('pgbouncer'), (r) => r.tps);
   const ratio = median(ratios);
-  lines.push('');
   lines.push(ratio === null
     ? `quicpool / PgBouncer tps: - (${!o.targets.has('quicpoolTcp') ? 'quicpool not measured' : !o.targets.has('pgbouncer') ? 'PgBouncer not measured' : 'PgBouncer not installed'})`
-    : `quicpool / PgBouncer tps: ${ratio.toFixed(2)}x${o.rounds > 1 ? ` (median of rounds: ${ratios.map((x) => f(x, 2)).join(', ')})` : ''} (target >= 0.85x: ${ratio >= 0.85 ? 'met' : 'NOT met'})`);
+    : `quicpool / PgBouncer tps: ${ratio.toFixed(2)}x${o.rounds > 1 ? ` (median of rounds: ${list(ratios)})` : ''} (target >= 0.85x: ${ratio >= 0.85 ? 'met' : 'NOT met'})`);
   // Pooler CPU per transaction, quicpool over PgBouncer: medians of the rounds (target <= 1.25x).
-  const cpuQ = median(of('quicpoolTcp').map((r) => r.cpuUsPerTx));
-  const cpuP = median(of('pgbouncer').map((r) => r.cpuUsPerTx));
+  const cpuQ = med('quicpoolTcp', cpu);
+  const cpuP = med('pgbouncer', cpu);
   if (cpuQ !== null && cpuP !== null && cpuP > 0) {
-    const cpu = cpuQ / cpuP;
-    lines.push(`quicpool / PgBouncer pooler CPU per transaction: ${cpu.toFixed(2)}x (${f(cpuQ, 1)} vs ${f(cpuP, 1)} µs, medians of rounds) (target <= 1.25x: ${cpu <= 1.25 ? 'met' : 'NOT met'})`);
+    const x = cpuQ / cpuP;
+    lines.push(`quicpool / PgBouncer pooler CPU per transaction: ${x.toFixed(2)}x (${f(cpuQ, 1)} vs ${f(cpuP, 1)} µs, medians of rounds) (target <= 1.25x: ${x <= 1.25 ? 'met' : 'NOT met'})`);
   }
   if (o.baseline !== null) {
-    const bq = med('quicpoolBaseline', (r) => r.cpuUsPerTx);
-    const nq = med('quicpoolTcp', (r) => r.cpuUsPerTx);
-    const bRatios = byRound('quicpoolBaseline', 'pgbouncer', (r) => r.tps);
-    const abRatios = byRound('quicpoolTcp', 'quicpoolBaseline', (r) => r.cpuUsPerTx);
-    const abUser = byRound('quicpoolTcp', 'quicpoolBaseline', (r) => r.userUsPerTx);
-    lines.push(`quicpoolBaseline (${o.baseline}) / PgBouncer tps: ${f(median(bRatios), 2)}x; pooler CPU µs/tx (median) quicpoolTcp ${f(nq, 1)} vs quicpoolBaseline ${f(bq, 1)}`);
-    lines.push(`quicpoolTcp / quicpoolBaseline CPU per transaction by round: ${abRatios.map((x) => f(x, 2)).join(', ')} (median ${f(median(abRatios), 2)}); user time only: ${abUser.map((x) => f(x, 2)).join(', ')} (median ${f(median(abUser), 2)})`);
+    const bRatios = byRound(of('quicpoolBaseline'), of('pgbouncer'), (r) => r.tps);
+    const abRatios = byRound(of('quicpoolTcp'), of('quicpoolBaseline'), cpu);
+    const abUser = byRound(of('quicpoolTcp'), of('quicpoolBaseline'), (r) => r.userUsPerTx);
+    lines.push(`quicpoolBaseline (${o.baseline}) / PgBouncer tps: ${f(median(bRatios), 2)}x; pooler CPU µs/tx (median) quicpoolTcp ${f(cpuQ, 1)} vs quicpoolBaseline ${f(med('quicpoolBaseline', cpu), 1)}`);
+    lines.push(`quicpoolTcp / quicpoolBaseline CPU per transaction by round: ${list(abRatios)} (median ${f(median(abRatios), 2)}); user time only: ${list(abUser)} (median ${f(median(abUser), 2)})`);
   }
-  const fwd = med('nodeForwarder', (r) => r.cpuUsPerTx);
-  const fastFwd = med('transportForwarder', (r) => r.cpuUsPerTx);
-  const references: readonly [TargetName, number | null, string][] = [
-    ['nodeForwarder', fwd, 'bytes piped 1:1 by net.Socket'],
-    ['transportForwarder', fastFwd, "bytes piped 1:1 through the transport's readInto and writeChunk"],
+  const references: readonly [TargetName, string][] = [
+    ['nodeForwarder', 'bytes piped 1:1 by net.Socket'],
+    ['transportForwarder', "bytes piped 1:1 through the transport's readInto and writeChunk"],
   ];
-  for (const [t, us, how] of references) {
+  for (const [t, how] of references) {
+    const us = med(t, cpu);
     if (us === null) continue;
-    const q = med('quicpoolTcp', (r) => r.cpuUsPerTx);
     const forPgbouncer = cpuP === null ? '' : `, ${f(us / cpuP, 2)}x PgBouncer's`;
-    lines.push(`${t} (reference: no pooling, ${how}): ${f(med(t, (r) => r.tps), 0)} tps, ${f(us, 1)} µs/tx (user ${f(med(t, (r) => r.userUsPerTx), 1)})${forPgbouncer}; quicpool's CPU per transaction is ${q === null ? '-' : f(q / us, 2)}x that of this Node.js process that only moves the bytes`);
+    lines.push(`${t} (reference: no pooling, ${how}): ${f(med(t, (r) => r.tps), 0)} tps, ${f(us, 1)} µs/tx (user ${f(med(t, (r) => r.userUsPerTx), 1)})${forPgbouncer}; quicpool's CPU per transaction is ${cpuQ === null ? '-' : f(cpuQ / us, 2)}x that of this Node.js process that only moves the bytes`);
   }
   const perWorkers = Object.fromEntries(o.workers.map((w) => [String(w), {
-    tps: median(of('quicpoolTcp', w).map((r) => r.tps)),
-    cpuUsPerTx: median(of('quicpoolTcp', w).map((r) => r.cpuUsPerTx)),
-    cpuCores: median(of('quicpoolTcp', w).map((r) => r.cpuCores)),
+    tps: med('quicpoolTcp', (r) => r.tps, w),
+    cpuUsPerTx: med('quicpoolTcp', cpu, w),
+    cpuCores: med('quicpoolTcp', (r) => r.cpuCores, w),
   }]));
   if (o.workers.length > 1 && o.targets.has('quicpoolTcp')) {
-    lines.push('', `quicpool by worker count (medians of rounds; ratios against ${first} worker${first === 1 ? '' : 's'}, each round's pair measured back to back):`);
+    lines.push('', `quicpool by worker count (medians of rounds; ratios against ${workersText(first)}, each round's pair measured back to back):`);
     for (const w of o.workers) {
-      const cpuRatios = of('quicpoolTcp', w).map((a) => {
-        const b = of('quicpoolTcp', first).find((r) => r.round === a.round);
-        return a.cpuUsPerTx !== null && b?.cpuUsPerTx ? a.cpuUsPerTx / b.cpuUsPerTx : null;
-      });
-      const tpsRatios = of('quicpoolTcp', w).map((a) => {
-        const b = of('quicpoolTcp', first).find((r) => r.round === a.round);
-        return b !== undefined && b.tps > 0 ? a.tps / b.tps : null;
-      });
+      const cpuRatios = byRound(of('quicpoolTcp', w), of('quicpoolTcp', first), cpu);
+      const tpsRatios = byRound(of('quicpoolTcp', w), of('quicpoolTcp', first), (r) => r.tps);
       const p = perWorkers[String(w)]!;
-      lines.push(`  ${w} worker${w === 1 ? '' : 's'}: ${f(p.tps, 0)} tps, ${f(p.cpuUsPerTx, 1)} µs CPU per transaction, ${f(p.cpuCores, 2)} cores; CPU/tx ${f(median(cpuRatios), 2)}x, tps ${f(median(tpsRatios), 2)}x`);
+      lines.push(`  ${workersText(w)}: ${f(p.tps, 0)} tps, ${f(p.cpuUsPerTx, 1)} µs CPU per transaction, ${f(p.cpuCores, 2)} cores; CPU/tx ${f(median(cpuRatios), 2)}x, tps ${f(median(tpsRatios), 2)}x`);
     }
     lines.push(`  (this machine has ${cpus().length} cores, shared by PostgreSQL, pgbench and the pooler: more workers than cores cannot show scaling here)`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  if (o.json) {
-    const pick = (get: (r: TargetRow) => number | null) => ({
-      direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get), nodeForwarder: med('nodeForwarder', get), transportForwarder: med('transportForwarder', get),
-    });
-    const summary = {
-      bench: 'lan',
-      statistic: o.rounds > 1 ? 'median of rounds' : 'single round',
-      tps: pick((r) => r.tps),
-      latencyMeanMs: pick((r) => r.latencyMeanMs),
-      latencyP99Ms: pick((r) => r.latencyP99Ms),
-      failed: pick((r) => r.failed),
-      cpuUsPerTx: { quicpool: med('quicpoolTcp', (r) => r.cpuUsPerTx), pgbouncer: med('pgbouncer', (r) => r.cpuUsPerTx), nodeForwarder: fwd, transportForwarder: fastFwd },
-      cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
-      quicpoolVsPgbouncerTps: ratio,
-      workers: perWorkers,
-      baseline: o.baseline === null ? null : { module: o.baseline, tps: med('quicpoolBaseline', (r) => r.tps), cpuUsPerTx: med('quicpoolBaseline', (r) => r.cpuUsPerTx) },
-      quicpoolVsPgbouncerTpsByRound: ratios,
-      rounds: rows,
-      config: { durationS: o.durationS, rounds: o.rounds, clients: o.clients, jobs: o.jobs, poolSize: o.poolSize, pgbouncer: pgbouncerVersion, workers: o.workers },
-      machine,
-    };
-    process.stdout.write(`${JSON.stringify(summary)}\n`);
-  }
+  if (!o.json) return;
+  const pick = (get: (r: TargetRow) => number | null) => ({
+    direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get), nodeForwarder: med('nodeForwarder', get), transportForwarder: med('transportForwarder', get),
+  });
+  process.stdout.write(`${JSON.stringify({
+    bench: 'lan',
+    statistic: o.rounds > 1 ? 'median of rounds' : 'single round',
+    tps: pick((r) => r.tps),
+    latencyMeanMs: pick((r) => r.latencyMeanMs),
+    latencyP99Ms: pick((r) => r.latencyP99Ms),
+    failed: pick((r) => r.failed),
+    cpuUsPerTx: { quicpool: cpuQ, pgbouncer: cpuP, nodeForwarder: med('nodeForwarder', cpu), transportForwarder: med('transportForwarder', cpu) },
+    cpuCores: { quicpool: med('quicpoolTcp', (r) => r.cpuCores), pgbouncer: med('pgbouncer', (r) => r.cpuCores) },
+    quicpoolVsPgbouncerTps: ratio,
+    workers: perWorkers,
+    baseline: o.baseline === null ? null : { module: o.baseline, tps: med('quicpoolBaseline', (r) => r.tps), cpuUsPerTx: med('quicpoolBaseline', cpu) },
+    quicpoolVsPgbouncerTpsByRound: ratios,
+    rounds: rows,
+    config: { durationS: o.durationS, rounds: o.rounds, clients: o.clients, jobs: o.jobs, poolSize: o.poolSize, pgbouncer: pgbouncerVersion, workers: o.workers },
+    machine,
+  })}\n`);
 }

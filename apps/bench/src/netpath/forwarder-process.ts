@@ -1,17 +1,22 @@
 // The forwarder program (forwarder.c) as a child process: its command line, its ready line, and
-// its stats (one JSON line per SIGUSR1 and one at exit), parsed into checked types.
+// its stats (one JSON line per SIGUSR1 and one at exit), parsed into checked types. It moves
+// packets between two TUN devices (the packet path) or, as the relay, between sockets.
 import { startWorkerProcess } from '../process/worker-process.js';
+
+/** Between what the forwarder moves packets: two TUN devices, or (the relay) a local port and a target. */
+export type ForwarderEnds =
+  | { readonly kind: 'tun'; readonly clientNs: string; readonly clientTun: string; readonly serverNs: string; readonly serverTun: string }
+  | { readonly kind: 'relay'; readonly protocol: 'tcp' | 'udp'; readonly target: { readonly host: string; readonly port: number } };
 
 export interface ForwarderOptions {
   readonly binary: string;
-  readonly clientNs: string;
-  readonly clientTun: string;
-  readonly serverNs: string;
-  readonly serverTun: string;
+  readonly ends: ForwarderEnds;
   readonly upDelayUs: number;
   readonly downDelayUs: number;
   readonly upLoss: number;
   readonly downLoss: number;
+  /** Random loss for IPv4 UDP packets only (TCP crosses whole). */
+  readonly lossUdpOnly?: boolean;
   readonly seed: number;
   /** Bits/s; 0 = unlimited. */
   readonly upRateBps: number;
@@ -74,6 +79,8 @@ export interface ForwarderStats {
 
 export interface ForwarderReady {
   readonly pid: number;
+  /** The relay's listening port on 127.0.0.1 (null for the TUN forwarder). */
+  readonly port: number | null;
   readonly sched: string;
   readonly mlock: boolean;
   /** False when its stdin was not a pipe: then only signals end it. */
@@ -91,93 +98,55 @@ export interface ForwarderProcess {
 
 type Json = Readonly<Record<string, unknown>>;
 
-function object(value: unknown, what: string): Json {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`forwarder stats: ${what} is not an object`);
-  return value as Json;
+/** One JSON object line, or null (forwarder.c prints nothing else on stdout). */
+function jsonObject(line: string): Json | null {
+  try {
+    const v: unknown = JSON.parse(line);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : null;
+  } catch {
+    return null;
+  }
 }
 
-function num(o: Json, key: string): number {
-  const v = o[key];
-  if (typeof v !== 'number') throw new Error(`forwarder stats: ${key} is not a number`);
-  return v;
+/** Throws unless each of `keys` of `o` has the type named. */
+function check(o: Json, what: string, keys: Readonly<Record<string, 'number' | 'string' | 'boolean'>>): void {
+  for (const [key, type] of Object.entries(keys)) if (typeof o[key] !== type) throw new Error(`forwarder ${what}: ${key} is not a ${type}`);
 }
 
-function str(o: Json, key: string): string {
-  const v = o[key];
-  if (typeof v !== 'string') throw new Error(`forwarder stats: ${key} is not a string`);
-  return v;
-}
-
-function bool(o: Json, key: string): boolean {
-  const v = o[key];
-  if (typeof v !== 'boolean') throw new Error(`forwarder stats: ${key} is not a boolean`);
-  return v;
-}
-
-function direction(value: unknown, name: string): DirectionStats {
-  const d = object(value, name);
-  const tif = d.timeInForwarderUs === null ? null : object(d.timeInForwarderUs, `${name}.timeInForwarderUs`);
-  const late = d.lateUs === null ? null : object(d.lateUs, `${name}.lateUs`);
-  return {
-    packets: num(d, 'packets'),
-    bytes: num(d, 'bytes'),
-    randomDrops: num(d, 'randomDrops'),
-    queueDrops: num(d, 'queueDrops'),
-    oversizeDrops: num(d, 'oversizeDrops'),
-    writeErrors: num(d, 'writeErrors'),
-    readErrors: num(d, 'readErrors'),
-    rateWaitedPackets: num(d, 'rateWaitedPackets'),
-    rateWaitUs: num(d, 'rateWaitUs'),
-    timeInForwarderUs: tif === null ? null : { min: num(tif, 'min'), mean: num(tif, 'mean'), max: num(tif, 'max') },
-    lateUs: late === null ? null : { mean: num(late, 'mean'), p50: num(late, 'p50'), p99: num(late, 'p99'), p999: num(late, 'p999'), max: num(late, 'max') },
-    queued: num(d, 'queued'),
-    maxQueued: num(d, 'maxQueued'),
-  };
-}
+const DIRECTION_KEYS = {
+  packets: 'number', bytes: 'number', randomDrops: 'number', queueDrops: 'number', oversizeDrops: 'number', writeErrors: 'number',
+  readErrors: 'number', rateWaitedPackets: 'number', rateWaitUs: 'number', queued: 'number', maxQueued: 'number',
+} as const;
 
 /** A stats line's kind ('signal' or 'exit') and content, or null when the line is not a stats line. */
 export function parseStatsLine(line: string): { kind: string; stats: ForwarderStats } | null {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    return null;
+  const o = jsonObject(line);
+  if (o === null || !('stats' in o)) return null;
+  check(o, 'stats', { stats: 'string', cpuUserUs: 'number', cpuSysUs: 'number', uptimeUs: 'number', sched: 'string', mlock: 'boolean' });
+  for (const name of ['up', 'down'] as const) {
+    const d = o[name];
+    if (typeof d !== 'object' || d === null) throw new Error(`forwarder stats: ${name} is not an object`);
+    check(d as Json, `stats.${name}`, DIRECTION_KEYS);
   }
-  if (typeof parsed !== 'object' || parsed === null || !('stats' in parsed)) return null;
-  const o = object(parsed, 'line');
-  return {
-    kind: str(o, 'stats'),
-    stats: {
-      up: direction(o.up, 'up'),
-      down: direction(o.down, 'down'),
-      cpuUserUs: num(o, 'cpuUserUs'),
-      cpuSysUs: num(o, 'cpuSysUs'),
-      uptimeUs: num(o, 'uptimeUs'),
-      sched: str(o, 'sched'),
-      mlock: bool(o, 'mlock'),
-    },
-  };
+  // Checked above, and timeInForwarderUs/lateUs are null or the objects forwarder.c prints.
+  const { stats: kind, ...stats } = o as Json & { stats: string };
+  return { kind, stats: stats as unknown as ForwarderStats };
 }
 
 function parseReady(line: string): ForwarderReady | null {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    return null;
-  }
-  if (typeof parsed !== 'object' || parsed === null || !('ready' in parsed)) return null;
-  const o = object(parsed, 'ready line');
-  return { pid: num(o, 'pid'), sched: str(o, 'sched'), mlock: bool(o, 'mlock'), watchStdin: bool(o, 'watchStdin') };
+  const o = jsonObject(line);
+  if (o === null || !('ready' in o)) return null;
+  check(o, 'ready line', { pid: 'number', sched: 'string', mlock: 'boolean', watchStdin: 'boolean' });
+  return { pid: o.pid as number, port: typeof o.port === 'number' ? o.port : null, sched: o.sched as string, mlock: o.mlock as boolean, watchStdin: o.watchStdin as boolean };
 }
 
 export function forwarderArgs(o: ForwarderOptions): string[] {
   const int = (v: number): string => String(Math.round(v));
+  const e = o.ends;
   return [
-    ['--client-ns', o.clientNs],
-    ['--client-tun', o.clientTun],
-    ['--server-ns', o.serverNs],
-    ['--server-tun', o.serverTun],
+    ...(e.kind === 'tun'
+      ? [['--client-ns', e.clientNs], ['--client-tun', e.clientTun], ['--server-ns', e.serverNs], ['--server-tun', e.serverTun]]
+      : [['--relay-protocol', e.protocol], ['--relay-target', `${e.target.host}:${e.target.port}`]]),
     ['--up-delay-us', int(o.upDelayUs)],
     ['--down-delay-us', int(o.downDelayUs)],
     ['--up-loss', String(o.upLoss)],
@@ -189,6 +158,7 @@ export function forwarderArgs(o: ForwarderOptions): string[] {
     ['--queue-packets', int(o.queuePackets)],
     ['--queue-bytes', int(o.queueBytes)],
     ['--realtime-priority', int(o.realtimePriority)],
+    o.lossUdpOnly === true ? ['--loss-udp-only'] : [],
   ].flat();
 }
 
@@ -198,7 +168,7 @@ export async function startForwarder(o: ForwarderOptions): Promise<ForwarderProc
   const waiting: Array<(stats: ForwarderStats) => void> = [];
   let exitStats: ForwarderStats | null = null;
   const worker = await startWorkerProcess<ForwarderReady>({
-    name: 'the packet forwarder',
+    name: o.ends.kind === 'tun' ? 'the packet forwarder' : `the ${o.ends.protocol.toUpperCase()} relay`,
     command: o.binary,
     args: forwarderArgs(o),
     startTimeoutMs: 5_000,

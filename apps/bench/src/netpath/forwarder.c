@@ -9,7 +9,16 @@
 // deadlines, so a packet is released to the nanosecond the kernel can manage and never before
 // its due time, which epoll's millisecond timeout could not promise), a signalfd and stdin.
 //
-// stdout: one JSON line {"ready":true,...} once both TUNs are open, then one stats line per
+// Relay mode (--relay-protocol tcp|udp, no root needed): the same queues, delay, loss and stats,
+// but between sockets: it listens on 127.0.0.1 (--relay-port, 0 = any) and relays to --relay-target.
+// UDP: each client address gets its own connected socket to the target; a datagram is a packet.
+// TCP: each accepted connection gets its own connection to the target, and each read (at most a
+// slot) is a packet; an end of input is one more packet, released in order as a shutdown of the
+// other side's writing. A relay terminates TCP (its own retransmissions run on loopback) and never
+// drops TCP data: --*-loss is refused for it. Writes to a TCP peer block until taken (the bench's
+// peers read what they asked for), so the order of every connection's bytes is kept.
+//
+// stdout: one JSON line {"ready":true,...} once both TUNs (or the relay's socket) are open, then one stats line per
 // SIGUSR1 and one at exit. It exits cleanly on SIGTERM, SIGINT, SIGHUP, EOF on stdin (the parent
 // holds our stdin, so we end with it) and the parent's death (PR_SET_PDEATHSIG).
 //
@@ -28,7 +37,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -48,12 +61,18 @@
 #define LATE_BUCKETS 4096
 #define NS_PER_S 1000000000ull
 
-enum { TAG_UP_TUN, TAG_DOWN_TUN, TAG_UP_TIMER, TAG_DOWN_TIMER, TAG_SIGNAL, TAG_STDIN };
+enum { TAG_UP_TUN, TAG_DOWN_TUN, TAG_UP_TIMER, TAG_DOWN_TIMER, TAG_SIGNAL, TAG_STDIN, TAG_LISTEN, TAG_CLIENT, TAG_TARGET };
+// Relay mode: at most this many TCP connections or UDP client addresses at once.
+#define MAX_PEERS 32768
+// A relayed UDP client address is forgotten after this long without a datagram either way.
+#define UDP_IDLE_NS (120 * NS_PER_S)
 
 struct packet {
   uint64_t stamp_ns; // CLOCK_MONOTONIC when read
   uint64_t due_ns;   // earliest release: stamp (or later, for the rate) + delay
   uint32_t len;
+  int32_t peer; // relay mode: the connection or client address it belongs to; -1 for a TUN packet
+  uint8_t fin;  // relay mode, TCP: the end of that side's input (len 0)
 };
 
 struct direction {
@@ -82,6 +101,11 @@ struct direction {
 
 static struct direction up = {.name = "up"}, down = {.name = "down"};
 static unsigned char scratch[SLOT_BYTES]; // where packets that will be dropped are read to
+enum relay_protocol { RELAY_NONE, RELAY_TCP, RELAY_UDP };
+static enum relay_protocol relay = RELAY_NONE; // RELAY_NONE: between the two TUNs
+// --loss-udp-only: random loss hits only IPv4 UDP packets (TCP crosses the path whole), as a
+// relay of UDP would have it; the draws then count UDP packets only.
+static int loss_udp_only = 0;
 static uint64_t started_ns;
 static char sched_text[96] = "other";
 static char mlock_text[96] = "false";
@@ -249,59 +273,77 @@ static void go_realtime(int priority) {
 
 // ---- the path ----
 
+// Where the next packet read in direction d goes: its slot in the ring, or the scratch buffer
+// when the ring is full (the packet is then read and dropped).
+static unsigned char *reserve(struct direction *d) {
+  uint32_t tail = (d->head + d->count) % d->cap;
+  return d->count < d->cap ? d->data + (size_t)tail * SLOT_BYTES : scratch;
+}
+
+// Queues the n bytes just read into `slot` (from reserve) with their due time, or drops them.
+static void commit(struct direction *d, unsigned char *slot, ssize_t n, int32_t peer, uint8_t fin) {
+  uint64_t t = now_ns();
+  if (n == 0 && !fin) return;
+  if (n >= SLOT_BYTES) {
+    d->oversize_drops++;
+    return;
+  }
+  // The random draw comes first and always, so drop decisions depend on the seed and the
+  // packet's index only, never on the queue's state. (A relayed end of input is never dropped.)
+  int lossy = !fin && d->loss > 0 && (!loss_udp_only || relay == RELAY_UDP || (relay == RELAY_NONE && n > 9 && slot[9] == 17));
+  if (lossy && uniform01(&d->rng) < d->loss) {
+    d->random_drops++;
+    return;
+  }
+  if (slot == scratch || d->queued_bytes + (uint64_t)n > d->max_bytes) {
+    // A relay must not lose a TCP connection's bytes (it is not the path the kernel retransmits on).
+    if (relay == RELAY_TCP) die("the TCP relay's %s queue is full (%u packets, %llu bytes): raise --queue-packets/--queue-bytes", d->name, d->count, (unsigned long long)d->queued_bytes);
+    d->queue_drops++;
+    return;
+  }
+  uint64_t depart = t;
+  if (d->rate_bps > 0) {
+    // GCRA (a token bucket as a virtual clock): the packet may leave once the link has sent
+    // what came before it, less the burst tolerance; the delay then runs from there.
+    uint64_t increment = (uint64_t)n * 8 * NS_PER_S / d->rate_bps;
+    if (d->tat_ns > d->burst_ns && d->tat_ns - d->burst_ns > t) depart = d->tat_ns - d->burst_ns;
+    d->tat_ns = (d->tat_ns > t ? d->tat_ns : t) + increment;
+    if (depart > t) {
+      d->rate_waited++;
+      d->rate_wait_ns += depart - t;
+    }
+  }
+  struct packet *p = &d->meta[(d->head + d->count) % d->cap];
+  p->stamp_ns = t;
+  p->due_ns = depart + d->delay_ns;
+  p->len = (uint32_t)n;
+  p->peer = peer;
+  p->fin = fin;
+  d->count++;
+  d->queued_bytes += (uint64_t)n;
+  if (d->count > d->max_count) d->max_count = d->count;
+}
+
 static void read_side(struct direction *d) {
   for (int i = 0; i < READ_BURST; i++) {
-    uint32_t tail = (d->head + d->count) % d->cap;
-    unsigned char *slot = d->count < d->cap ? d->data + (size_t)tail * SLOT_BYTES : scratch;
+    unsigned char *slot = reserve(d);
     ssize_t n = read(d->in_fd, slot, SLOT_BYTES);
     if (n < 0) {
       if (errno != EAGAIN && errno != EINTR) d->read_errors++;
       return;
     }
-    uint64_t t = now_ns();
-    if (n == 0) continue;
-    if (n >= SLOT_BYTES) {
-      d->oversize_drops++;
-      continue;
-    }
-    // The random draw comes first and always, so drop decisions depend on the seed and the
-    // packet's index only, never on the queue's state.
-    if (d->loss > 0 && uniform01(&d->rng) < d->loss) {
-      d->random_drops++;
-      continue;
-    }
-    if (slot == scratch || d->queued_bytes + (uint64_t)n > d->max_bytes) {
-      d->queue_drops++;
-      continue;
-    }
-    uint64_t depart = t;
-    if (d->rate_bps > 0) {
-      // GCRA (a token bucket as a virtual clock): the packet may leave once the link has sent
-      // what came before it, less the burst tolerance; the delay then runs from there.
-      uint64_t increment = (uint64_t)n * 8 * NS_PER_S / d->rate_bps;
-      if (d->tat_ns > d->burst_ns && d->tat_ns - d->burst_ns > t) depart = d->tat_ns - d->burst_ns;
-      d->tat_ns = (d->tat_ns > t ? d->tat_ns : t) + increment;
-      if (depart > t) {
-        d->rate_waited++;
-        d->rate_wait_ns += depart - t;
-      }
-    }
-    struct packet *p = &d->meta[tail];
-    p->stamp_ns = t;
-    p->due_ns = depart + d->delay_ns;
-    p->len = (uint32_t)n;
-    d->count++;
-    d->queued_bytes += (uint64_t)n;
-    if (d->count > d->max_count) d->max_count = d->count;
+    commit(d, slot, n, -1, 0);
   }
 }
+
+static ssize_t deliver(struct direction *d, const struct packet *p, const unsigned char *bytes);
 
 static void release(struct direction *d) {
   while (d->count > 0) {
     struct packet *p = &d->meta[d->head];
     uint64_t r = now_ns();
     if (p->due_ns > r) break; // never early
-    ssize_t w = write(d->out_fd, d->data + (size_t)d->head * SLOT_BYTES, p->len);
+    ssize_t w = deliver(d, p, d->data + (size_t)d->head * SLOT_BYTES);
     if (w != (ssize_t)p->len) {
       d->write_errors++; // e.g. the other TUN is not up yet
     } else {
@@ -319,6 +361,208 @@ static void release(struct direction *d) {
     d->head = (d->head + 1) % d->cap;
     d->count--;
   }
+}
+
+// ---- relay mode ----
+
+static uint64_t parse_u64(const char *s, const char *what);
+
+
+// A TCP connection (client_fd accepted, target_fd dialed) or a UDP client address (target_fd
+// connected to the target, client its address on the listening socket).
+struct peer {
+  int used;
+  int client_fd, target_fd;
+  struct sockaddr_in client;
+  uint64_t last_ns;
+  uint8_t ended[2]; // TCP: the end of input from the client (up) and from the target (down) was released
+};
+
+static struct sockaddr_in relay_target;
+static int listen_fd = -1, relay_ep = -1;
+static struct peer *peers;
+static uint32_t peers_used;
+
+static uint64_t tagged(uint32_t tag, int32_t peer) { return ((uint64_t)tag << 32) | (uint32_t)peer; }
+
+static void watch(int fd, uint32_t tag, int32_t peer) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tagged(tag, peer)};
+  if (epoll_ctl(relay_ep, EPOLL_CTL_ADD, fd, &ev) < 0) die("epoll_ctl: %s", strerror(errno));
+}
+
+static int32_t new_peer(void) {
+  for (int32_t i = 0; i < MAX_PEERS; i++) {
+    if (peers[i].used) continue;
+    memset(&peers[i], 0, sizeof peers[i]);
+    peers[i].used = 1;
+    peers[i].client_fd = peers[i].target_fd = -1;
+    peers_used++;
+    return i;
+  }
+  return -1;
+}
+
+static void end_peer(int32_t i) {
+  struct peer *c = &peers[i];
+  if (c->client_fd >= 0 && relay == RELAY_TCP) close(c->client_fd);
+  if (c->target_fd >= 0) close(c->target_fd);
+  c->used = 0;
+  peers_used--;
+}
+
+static int dial_target(int type) {
+  int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (type == SOCK_STREAM) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+  if (connect(fd, (const struct sockaddr *)&relay_target, sizeof relay_target) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A new TCP connection: its own connection to the target (blocking connect: the target is local).
+static void accept_tcp(void) {
+  int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+  int32_t i = new_peer();
+  int target = i < 0 ? -1 : dial_target(SOCK_STREAM);
+  if (target < 0) {
+    close(fd);
+    if (i >= 0) end_peer(i);
+    return;
+  }
+  peers[i].client_fd = fd;
+  peers[i].target_fd = target;
+  watch(fd, TAG_CLIENT, i);
+  watch(target, TAG_TARGET, i);
+}
+
+// One read from a TCP connection's side into its direction; the end of input (or an error) is a
+// fin packet, and that side is read no more.
+static void read_tcp(struct direction *d, int32_t i, int fd) {
+  unsigned char *slot = reserve(d);
+  ssize_t n = recv(fd, slot, SLOT_BYTES - 1, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n > 0) {
+    commit(d, slot, n, i, 0);
+    return;
+  }
+  epoll_ctl(relay_ep, EPOLL_CTL_DEL, fd, NULL);
+  commit(d, slot, 0, i, 1);
+}
+
+// Datagrams from clients: each address is a peer with its own connected socket to the target.
+static void read_udp_clients(struct direction *d) {
+  for (int k = 0; k < READ_BURST; k++) {
+    struct sockaddr_in from;
+    socklen_t len = sizeof from;
+    unsigned char *slot = reserve(d);
+    ssize_t n = recvfrom(listen_fd, slot, SLOT_BYTES, MSG_DONTWAIT, (struct sockaddr *)&from, &len);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) d->read_errors++;
+      return;
+    }
+    int32_t i = -1;
+    for (int32_t j = 0; j < MAX_PEERS && i < 0; j++) {
+      if (peers[j].used && peers[j].client.sin_port == from.sin_port && peers[j].client.sin_addr.s_addr == from.sin_addr.s_addr) i = j;
+    }
+    if (i < 0) {
+      i = new_peer();
+      int target = i < 0 ? -1 : dial_target(SOCK_DGRAM);
+      if (target < 0) {
+        if (i >= 0) end_peer(i);
+        d->read_errors++;
+        continue;
+      }
+      peers[i].client = from;
+      peers[i].target_fd = target;
+      watch(target, TAG_TARGET, i);
+    }
+    peers[i].last_ns = now_ns();
+    commit(d, slot, n, i, 0);
+  }
+}
+
+static void read_udp_target(struct direction *d, int32_t i) {
+  for (int k = 0; k < READ_BURST; k++) {
+    unsigned char *slot = reserve(d);
+    ssize_t n = recv(peers[i].target_fd, slot, SLOT_BYTES, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) d->read_errors++;
+      return;
+    }
+    peers[i].last_ns = now_ns();
+    commit(d, slot, n, i, 0);
+  }
+}
+
+static void forget_idle_udp_peers(void) {
+  uint64_t t = now_ns();
+  for (int32_t i = 0; i < MAX_PEERS && relay == RELAY_UDP; i++) {
+    if (peers[i].used && t - peers[i].last_ns > UDP_IDLE_NS) end_peer(i);
+  }
+}
+
+// Writes all of `len` bytes to a (blocking) TCP socket; -1 when the peer is gone.
+static ssize_t send_all(int fd, const unsigned char *bytes, uint32_t len) {
+  uint32_t off = 0;
+  while (off < len) {
+    ssize_t w = send(fd, bytes + off, len - off, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    off += (uint32_t)w;
+  }
+  return (ssize_t)len;
+}
+
+static ssize_t deliver(struct direction *d, const struct packet *p, const unsigned char *bytes) {
+  if (relay == RELAY_NONE) return write(d->out_fd, bytes, p->len);
+  struct peer *c = &peers[p->peer];
+  int upward = d == &up;
+  if (!c->used) return -1;
+  if (relay == RELAY_UDP) {
+    if (upward) return send(c->target_fd, bytes, p->len, 0);
+    return sendto(listen_fd, bytes, p->len, 0, (const struct sockaddr *)&c->client, sizeof c->client);
+  }
+  int to = upward ? c->target_fd : c->client_fd;
+  if (!p->fin) return send_all(to, bytes, p->len);
+  // The end of one side's input: the other side's writing ends, and the pair once both have.
+  shutdown(to, SHUT_WR);
+  c->ended[upward ? 0 : 1] = 1;
+  if (c->ended[0] && c->ended[1]) end_peer(p->peer);
+  return 0;
+}
+
+// The listening socket on 127.0.0.1:port; returns the port it got.
+static unsigned open_relay(const char *protocol, unsigned port, const char *target) {
+  relay = strcmp(protocol, "tcp") == 0 ? RELAY_TCP : strcmp(protocol, "udp") == 0 ? RELAY_UDP : RELAY_NONE;
+  if (relay == RELAY_NONE) die("--relay-protocol wants tcp or udp, got '%s'", protocol);
+  const char *colon = strrchr(target, ':');
+  char host[64];
+  if (colon == NULL || (size_t)(colon - target) >= sizeof host) die("--relay-target wants HOST:PORT, got '%s'", target);
+  memcpy(host, target, (size_t)(colon - target));
+  host[colon - target] = '\0';
+  memset(&relay_target, 0, sizeof relay_target);
+  relay_target.sin_family = AF_INET;
+  relay_target.sin_port = htons((uint16_t)parse_u64(colon + 1, "relay-target port"));
+  if (inet_pton(AF_INET, host, &relay_target.sin_addr) != 1) die("--relay-target wants an IPv4 address, got '%s'", host);
+  peers = calloc(MAX_PEERS, sizeof *peers);
+  if (peers == NULL) die("out of memory for %d relay peers", MAX_PEERS);
+  listen_fd = socket(AF_INET, (relay == RELAY_TCP ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+  if (listen_fd < 0) die("socket: %s", strerror(errno));
+  setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &(int){1}, sizeof(int));
+  if (relay == RELAY_UDP) {
+    // Bursts of QUIC datagrams (thousands of streams) wait in the socket, not on the floor.
+    setsockopt(listen_fd, SOL_SOCKET, SO_RCVBUF, &(int){8 << 20}, sizeof(int));
+  }
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (bind(listen_fd, (const struct sockaddr *)&a, sizeof a) < 0) die("bind 127.0.0.1:%u: %s", port, strerror(errno));
+  if (relay == RELAY_TCP && listen(listen_fd, 4096) < 0) die("listen: %s", strerror(errno));
+  socklen_t len = sizeof a;
+  if (getsockname(listen_fd, (struct sockaddr *)&a, &len) < 0) die("getsockname: %s", strerror(errno));
+  return ntohs(a.sin_port);
 }
 
 static void set_timer(struct direction *d, uint64_t deadline) {
@@ -362,7 +606,8 @@ static double parse_probability(const char *s, const char *what) {
 
 static void usage(void) {
   fputs("usage: forwarder --client-ns NS --client-tun NAME --server-ns NS --server-tun NAME\n"
-        "  [--up-delay-us N] [--down-delay-us N] [--up-loss P] [--down-loss P] [--seed N]\n"
+        "   or: forwarder --relay-protocol tcp|udp --relay-target IP:PORT [--relay-port N]\n"
+        "  [--up-delay-us N] [--down-delay-us N] [--up-loss P] [--down-loss P] [--loss-udp-only] [--seed N]\n"
         "  [--up-rate-bps N] [--down-rate-bps N] [--burst-bytes N (default 1 ms at the rate)]\n"
         "  [--queue-packets N] [--queue-bytes N] [--realtime-priority N (0 = off)]\n"
         "up = client to server. NS is a name under /run/netns or a path.\n",
@@ -372,6 +617,8 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
   const char *client_ns = NULL, *client_tun = NULL, *server_ns = NULL, *server_tun = NULL;
+  const char *relay_protocol = NULL, *relay_target_text = NULL;
+  unsigned relay_port = 0;
   uint64_t seed = 1, queue_packets = 4096, queue_bytes = 6u << 20, burst_bytes = 0;
   int priority = 10;
   static const struct option options[] = {
@@ -382,7 +629,10 @@ int main(int argc, char **argv) {
       {"seed", required_argument, 0, 'i'},          {"up-rate-bps", required_argument, 0, 'j'},
       {"down-rate-bps", required_argument, 0, 'k'}, {"burst-bytes", required_argument, 0, 'l'},
       {"queue-packets", required_argument, 0, 'm'}, {"queue-bytes", required_argument, 0, 'n'},
-      {"realtime-priority", required_argument, 0, 'o'}, {0, 0, 0, 0},
+      {"realtime-priority", required_argument, 0, 'o'}, {"relay-protocol", required_argument, 0, 'p'},
+      {"relay-target", required_argument, 0, 'q'},      {"relay-port", required_argument, 0, 'r'},
+      {"loss-udp-only", no_argument, 0, 's'},
+      {0, 0, 0, 0},
   };
   for (int c; (c = getopt_long(argc, argv, "", options, NULL)) != -1;) {
     switch (c) {
@@ -401,10 +651,17 @@ int main(int argc, char **argv) {
       case 'm': queue_packets = parse_u64(optarg, "queue-packets"); break;
       case 'n': queue_bytes = parse_u64(optarg, "queue-bytes"); break;
       case 'o': priority = (int)parse_u64(optarg, "realtime-priority"); break;
+      case 'p': relay_protocol = optarg; break;
+      case 'q': relay_target_text = optarg; break;
+      case 'r': relay_port = (unsigned)parse_u64(optarg, "relay-port"); break;
+      case 's': loss_udp_only = 1; break;
       default: usage();
     }
   }
-  if (optind != argc || !client_ns || !client_tun || !server_ns || !server_tun) usage();
+  int tun_mode = client_ns && client_tun && server_ns && server_tun;
+  if (optind != argc || tun_mode == (relay_protocol != NULL) || (relay_protocol != NULL) != (relay_target_text != NULL)) usage();
+  if (relay_protocol != NULL && strcmp(relay_protocol, "tcp") == 0 && (up.loss > 0 || down.loss > 0)) die("a TCP relay cannot drop TCP data: no --up-loss/--down-loss");
+  if (relay_port > 65535) die("--relay-port must be 0..65535");
   if (queue_packets < 1 || queue_packets > MAX_QUEUE_PACKETS) die("--queue-packets must be 1..%u", MAX_QUEUE_PACKETS);
   if (queue_bytes < SLOT_BYTES) die("--queue-bytes must be at least %d", SLOT_BYTES);
   if (priority > 99) die("--realtime-priority must be 0..99");
@@ -428,26 +685,38 @@ int main(int argc, char **argv) {
   int sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sig_fd < 0) die("signalfd: %s", strerror(errno));
 
-  int home_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (home_ns < 0) die("open /proc/thread-self/ns/net: %s", strerror(errno));
-  int client_fd = open_tun(client_ns, client_tun, home_ns);
-  int server_fd = open_tun(server_ns, server_tun, home_ns);
-  close(home_ns);
+  int client_fd = -1, server_fd = -1;
+  unsigned listening = 0;
+  if (tun_mode) {
+    int home_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (home_ns < 0) die("open /proc/thread-self/ns/net: %s", strerror(errno));
+    client_fd = open_tun(client_ns, client_tun, home_ns);
+    server_fd = open_tun(server_ns, server_tun, home_ns);
+    close(home_ns);
+  } else {
+    listening = open_relay(relay_protocol, relay_port, relay_target_text);
+  }
   setup_direction(&up, client_fd, server_fd, (uint32_t)queue_packets, queue_bytes, burst_bytes);
   setup_direction(&down, server_fd, client_fd, (uint32_t)queue_packets, queue_bytes, burst_bytes);
   go_realtime(priority); // after the queues are allocated, so mlockall locks them too
 
   int ep = epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) die("epoll_create1: %s", strerror(errno));
+  relay_ep = ep;
   struct {
     int fd;
     uint32_t tag;
-  } watched[] = {{client_fd, TAG_UP_TUN}, {server_fd, TAG_DOWN_TUN}, {up.timer_fd, TAG_UP_TIMER},
-                 {down.timer_fd, TAG_DOWN_TIMER}, {sig_fd, TAG_SIGNAL}, {STDIN_FILENO, TAG_STDIN}};
+  } watched[] = {{tun_mode ? client_fd : listen_fd, tun_mode ? TAG_UP_TUN : TAG_LISTEN},
+                 {tun_mode ? server_fd : -1, TAG_DOWN_TUN},
+                 {up.timer_fd, TAG_UP_TIMER},
+                 {down.timer_fd, TAG_DOWN_TIMER},
+                 {sig_fd, TAG_SIGNAL},
+                 {STDIN_FILENO, TAG_STDIN}};
   int watch_stdin = 1;
   for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++) {
     uint32_t tag = watched[i].tag;
-    struct epoll_event ev = {.events = EPOLLIN | (tag == TAG_UP_TIMER || tag == TAG_DOWN_TIMER ? EPOLLET : 0u), .data.u32 = tag};
+    if (watched[i].fd < 0) continue;
+    struct epoll_event ev = {.events = EPOLLIN | (tag == TAG_UP_TIMER || tag == TAG_DOWN_TIMER ? EPOLLET : 0u), .data.u64 = tagged(tag, 0)};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, watched[i].fd, &ev) == 0) continue;
     // stdin may be /dev/null or a file (not pollable) or closed: then only signals end us.
     if (tag == TAG_STDIN && (errno == EPERM || errno == EBADF)) {
@@ -459,25 +728,47 @@ int main(int argc, char **argv) {
 
   started_ns = now_ns();
   struct out o = {.len = 0};
-  put(&o, "{\"ready\":true,\"pid\":%d,\"clientTun\":\"%s\",\"serverTun\":\"%s\",\"upDelayUs\":%llu,\"downDelayUs\":%llu,", (int)getpid(),
-      client_tun, server_tun, (unsigned long long)(up.delay_ns / 1000), (unsigned long long)(down.delay_ns / 1000));
+  if (tun_mode)
+    put(&o, "{\"ready\":true,\"pid\":%d,\"clientTun\":\"%s\",\"serverTun\":\"%s\",", (int)getpid(), client_tun, server_tun);
+  else
+    put(&o, "{\"ready\":true,\"pid\":%d,\"relay\":\"%s\",\"port\":%u,", (int)getpid(), relay_protocol, listening);
+  put(&o, "\"upDelayUs\":%llu,\"downDelayUs\":%llu,", (unsigned long long)(up.delay_ns / 1000), (unsigned long long)(down.delay_ns / 1000));
   put(&o, "\"upLoss\":%g,\"downLoss\":%g,\"seed\":%llu,\"upRateBps\":%llu,\"downRateBps\":%llu,\"burstBytes\":%llu,", up.loss, down.loss,
       (unsigned long long)seed, (unsigned long long)up.rate_bps, (unsigned long long)down.rate_bps, (unsigned long long)burst_bytes);
   put(&o, "\"queuePackets\":%llu,\"queueBytes\":%llu,\"watchStdin\":%s,\"sched\":\"%s\",\"mlock\":%s}", (unsigned long long)queue_packets,
       (unsigned long long)queue_bytes, watch_stdin ? "true" : "false", sched_text, mlock_text);
   emit(&o);
 
+  uint64_t swept_ns = started_ns;
   for (int running = 1; running;) {
-    struct epoll_event events[8];
-    int n = epoll_wait(ep, events, 8, -1);
+    struct epoll_event events[64];
+    // A relay of UDP looks for idle client addresses about once a second.
+    int n = epoll_wait(ep, events, 64, relay == RELAY_UDP ? 1000 : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       die("epoll_wait: %s", strerror(errno));
     }
     for (int i = 0; i < n; i++) {
-      switch (events[i].data.u32) {
+      int32_t peer = (int32_t)(events[i].data.u64 & 0xffffffffu);
+      switch ((uint32_t)(events[i].data.u64 >> 32)) {
         case TAG_UP_TUN: read_side(&up); break;
         case TAG_DOWN_TUN: read_side(&down); break;
+        case TAG_LISTEN:
+          if (relay == RELAY_TCP)
+            accept_tcp();
+          else
+            read_udp_clients(&up);
+          break;
+        case TAG_CLIENT:
+          if (peers[peer].used) read_tcp(&up, peer, peers[peer].client_fd);
+          break;
+        case TAG_TARGET:
+          if (!peers[peer].used) break;
+          if (relay == RELAY_TCP)
+            read_tcp(&down, peer, peers[peer].target_fd);
+          else
+            read_udp_target(&down, peer);
+          break;
         case TAG_UP_TIMER: up.armed_ns = 0; break; // fired: release() below does the work
         case TAG_DOWN_TIMER: down.armed_ns = 0; break;
         case TAG_SIGNAL: {
@@ -503,6 +794,10 @@ int main(int argc, char **argv) {
     release(&down);
     arm(&up);
     arm(&down);
+    if (relay == RELAY_UDP && now_ns() - swept_ns > NS_PER_S) {
+      forget_idle_udp_peers();
+      swept_ns = now_ns();
+    }
   }
   print_stats("exit");
   return 0;

@@ -3,8 +3,7 @@
 // pid (qpwc-<pid>-<n> for the client's, qpws-<pid>-<n> for the server's), so any later run can
 // tell a leftover from a namespace that is still in use.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { parseStatState } from '../telemetry/proc.js';
+import { parseStatState, readProcText } from '../telemetry/proc.js';
 
 export const CLIENT_NS_PREFIX = 'qpwc';
 export const SERVER_NS_PREFIX = 'qpws';
@@ -23,20 +22,15 @@ export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export function listNamespaces(): string[] {
+/** The packet path's namespaces that exist now; with `ownerPid`, only those of that process. */
+export function pathNamespaces(ownerPid?: number): string[] {
+  let names: string[];
   try {
-    return run('ip', ['netns', 'list'])
-      .split('\n')
-      .map((line) => line.split(' ')[0] ?? '')
-      .filter((name) => name !== '');
+    names = run('ip', ['netns', 'list']).split('\n').map((line) => line.split(' ')[0] ?? '');
   } catch {
     return [];
   }
-}
-
-/** The packet path's namespaces that exist now; with `ownerPid`, only those of that process. */
-export function pathNamespaces(ownerPid?: number): string[] {
-  return listNamespaces().filter((name) => {
+  return names.filter((name) => {
     const match = PATH_NS_NAME.exec(name);
     return match !== null && (ownerPid === undefined || Number(match[1]) === ownerPid);
   });
@@ -52,12 +46,9 @@ export function deleteNamespace(name: string): void {
 
 /** True while `pid` runs; a zombie (exited, not yet reaped: it holds no fds any more) counts as gone. */
 export function processAlive(pid: number): boolean {
-  try {
-    const state = parseStatState(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    return state !== null && state !== 'Z';
-  } catch {
-    return false;
-  }
+  const stat = readProcText(`/proc/${pid}/stat`);
+  const state = stat === null ? null : parseStatState(stat);
+  return state !== null && state !== 'Z';
 }
 
 /** Deletes the path namespaces whose owner process is dead (a run killed before its watchdog acted). */

@@ -188,6 +188,18 @@ if (reason !== null) {
       expect(await waitUntil(() => hostTunDevices().length === 0, 5_000)).toBe(true);
     });
 
+    it('with lossUdpOnly drops UDP datagrams and no TCP packet', async () => {
+      await withPath(await createPacketPath({ delayMs: 1, lossRate: 0.3, lossUdpOnly: true, seed: 5 }), async (path) => {
+        const { client, server } = await exchangeTcp(path.clientNs, path.serverNs, path.serverIp, 256 << 10);
+        expect(server.receivedSha256).toBe(client.sentSha256);
+        expect((await path.stats()).up.randomDrops).toBe(0);
+        const r = await sendNumberedDatagrams(path.clientNs, path.serverNs, path.serverIp, 400, 2_000, 200, 300);
+        const s = await path.stats();
+        expect(s.up.randomDrops).toBeGreaterThan(60);
+        expect(r.sink.received + s.up.randomDrops).toBe(400);
+      });
+    });
+
     it('puts the client side on the host when asked (a benchmark whose clients run in its own process)', async () => {
       await withPath(await createPacketPath({ delayMs: 3, client: 'host' }), async (path) => {
         expect(path.clientNs).toBeNull();

@@ -52,6 +52,8 @@ export interface PacketPathOptions {
   readonly delayMs?: PerDirection;
   /** Probability (0..1) of dropping each packet. Default 0. */
   readonly lossRate?: PerDirection;
+  /** Drop only UDP packets (QUIC), never TCP's. Default false. */
+  readonly lossUdpOnly?: boolean;
   /** Seed of the drop decisions (same seed, same packet sequence: same drops). Default 1. */
   readonly seed?: number;
   /** Bits per second; 0 (default) = unlimited. */
@@ -289,15 +291,19 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
     sysctls = { client: sysctlsOf(clientNs), server: sysctlsOf(serverNs) };
     forwarder = await startForwarder({
       binary,
-      // The forwarder lives in the host's namespace: its own namespace file is the host's.
-      clientNs: clientNs ?? '/proc/self/ns/net',
-      clientTun,
-      serverNs: serverNs ?? '/proc/self/ns/net',
-      serverTun,
+      ends: {
+        kind: 'tun',
+        // The forwarder lives in the host's namespace: its own namespace file is the host's.
+        clientNs: clientNs ?? '/proc/self/ns/net',
+        clientTun,
+        serverNs: serverNs ?? '/proc/self/ns/net',
+        serverTun,
+      },
       upDelayUs: delay.up * 1000,
       downDelayUs: delay.down * 1000,
       upLoss: loss.up,
       downLoss: loss.down,
+      lossUdpOnly: o.lossUdpOnly ?? false,
       seed,
       upRateBps: rate.up,
       downRateBps: rate.down,
@@ -320,7 +326,7 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   const rateText = (bps: number): string => (bps === 0 ? 'unlimited' : `${bps / 1e6} Mbit/s`);
   const description =
     `packet path ${clientNs ?? 'host'} (${clientIp}) <-> ${serverNs ?? 'host'} (${serverIp}) through a TUN forwarder: ` +
-    `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down} (seed ${seed}), rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
+    `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down}${o.lossUdpOnly === true ? ' (UDP only)' : ''} (seed ${seed}), rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
     `tcp congctl ${routeCc.client}/${routeCc.server} (client/server routes); ` +
     `forwarder sched ${running.ready.sched}, mlock ${running.ready.mlock}`;
   let closing: Promise<ForwarderStats | null> | null = null;

@@ -8,10 +8,8 @@ const ECHO_SOURCE = `
 const dgram = require('node:dgram');
 const [host] = process.argv.slice(1);
 const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20, sendBufferSize: 4 << 20 });
-let echoed = 0;
-socket.on('message', (m, from) => { echoed += 1; socket.send(m, from.port, from.address); });
+socket.on('message', (m, from) => socket.send(m, from.port, from.address));
 socket.bind(0, host, () => console.log(JSON.stringify({ ready: true, port: socket.address().port })));
-process.on('SIGTERM', () => { console.log(JSON.stringify({ result: { echoed } })); process.exit(0); });
 `;
 
 // Sends count datagrams at rate per second (catching up on late timer turns), waits for the
@@ -48,8 +46,7 @@ function finish() {
   console.log(JSON.stringify({ result: { sent: next, received: n, corrupt, duplicates, minMs: n === 0 ? 0 : sorted[0], meanMs: mean, maxMs: n === 0 ? 0 : sorted[n - 1], mdevMs: mdev, p50Ms: q(0.5), p99Ms: q(0.99) } }));
   process.exit(0);
 }
-let sender = null;
-let waiter = null;
+let sender = null, waiter = null;
 socket.connect(port, host, () => {
   console.log(JSON.stringify({ ready: true }));
   const start = now();
@@ -62,6 +59,9 @@ socket.connect(port, host, () => {
 process.on('SIGTERM', finish);
 `;
 
+/** How long the prober waits for echoes after its last send. */
+const WAIT_MS = 2_000;
+
 export interface UdpProbeOptions {
   /** Datagrams sent (each one round trip). Default 100. */
   readonly count?: number;
@@ -69,45 +69,20 @@ export interface UdpProbeOptions {
   readonly ratePerSec?: number;
   /** Bytes per datagram; 0 (default) varies them from 16 to 1400. */
   readonly size?: number;
-  /** How long to wait for echoes after the last send. Default 2000 ms. */
-  readonly waitMs?: number;
 }
 
-export interface UdpProbeResult {
-  readonly sent: number;
-  readonly received: number;
-  /** Echoes whose bytes differ from what was sent (or that carry an unknown number). */
-  readonly corrupt: number;
-  readonly duplicates: number;
-  readonly minMs: number;
-  readonly meanMs: number;
-  readonly maxMs: number;
-  /** Standard deviation, as ping's mdev. */
-  readonly mdevMs: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-}
+// corrupt: echoes whose bytes differ from what was sent (or that carry an unknown number);
+// mdevMs: the standard deviation, as ping's mdev. In the prober's order.
+const RESULT_KEYS = ['sent', 'received', 'corrupt', 'duplicates', 'minMs', 'meanMs', 'maxMs', 'mdevMs', 'p50Ms', 'p99Ms'] as const;
+
+export type UdpProbeResult = Readonly<Record<(typeof RESULT_KEYS)[number], number>>;
 
 function probeResult(value: unknown): UdpProbeResult {
   if (typeof value !== 'object' || value === null) throw new Error('the UDP prober reported no result');
   const o = value as Record<string, unknown>;
-  const n = (key: keyof UdpProbeResult): number => {
-    const v = o[key];
-    if (typeof v !== 'number') throw new Error(`the UDP prober's ${key} is not a number`);
-    return v;
-  };
-  return {
-    sent: n('sent'),
-    received: n('received'),
-    corrupt: n('corrupt'),
-    duplicates: n('duplicates'),
-    minMs: n('minMs'),
-    meanMs: n('meanMs'),
-    maxMs: n('maxMs'),
-    mdevMs: n('mdevMs'),
-    p50Ms: n('p50Ms'),
-    p99Ms: n('p99Ms'),
-  };
+  const missing = RESULT_KEYS.find((key) => typeof o[key] !== 'number');
+  if (missing !== undefined) throw new Error(`the UDP prober's ${missing} is not a number`);
+  return Object.fromEntries(RESULT_KEYS.map((key) => [key, o[key]])) as UdpProbeResult;
 }
 
 /** Round trips from `clientNs` to an echo at `serverIp` in `serverNs` (either null: the host's namespace). */
@@ -116,7 +91,7 @@ export async function probeUdp(clientNs: string | null, serverNs: string | null,
   try {
     const port = echo.ready.port;
     if (typeof port !== 'number') throw new Error('the UDP echo announced no port');
-    const prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [serverIp, port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, o.waitMs ?? 2_000]);
+    const prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [serverIp, port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, WAIT_MS]);
     try {
       return probeResult(await prober.result);
     } finally {

@@ -14,7 +14,6 @@ const { readFileSync, readlinkSync } = require('node:fs');
 const names = process.argv.slice(1);
 let forwarder = null;
 let done = false;
-let pending = '';
 // A zombie (exited, its parent not yet reaped it) holds no TUN fd any more: it counts as gone.
 // (The state letter follows the last ')' of /proc/<pid>/stat, as parseStatState reads it.)
 const alive = (pid) => { try { const s = readFileSync('/proc/' + pid + '/stat', 'utf8'); return s[s.lastIndexOf(')') + 2] !== 'Z'; } catch { return false; } };
@@ -32,19 +31,16 @@ function cleanUp() {
     process.exit(0);
   }, 50);
 }
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  pending += chunk;
-  for (let at = pending.indexOf('\\n'); at >= 0; at = pending.indexOf('\\n')) {
-    let message = {};
-    try { message = JSON.parse(pending.slice(0, at)) ?? {}; } catch {}
-    pending = pending.slice(at + 1);
-    if (typeof message.forwarder === 'number') forwarder = { pid: message.forwarder, exe: message.exe };
-    if (message.done === true) done = true;
-  }
+const lines = require('node:readline').createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  let message = {};
+  try { message = JSON.parse(line) ?? {}; } catch {}
+  if (typeof message.forwarder === 'number') forwarder = { pid: message.forwarder, exe: message.exe };
+  if (message.done === true) done = true;
 });
 process.stdin.on('end', cleanUp);
-process.stdin.on('error', cleanUp);
+// readline passes the pipe's errors on (and throws them if nobody listens).
+lines.on('error', cleanUp);
 `;
 
 export interface PathWatchdog {
@@ -61,19 +57,12 @@ export function startPathWatchdog(namespaces: readonly string[]): PathWatchdog {
   child.unref();
   const pipe = child.stdin;
   if (pipe === null || child.pid === undefined) throw new Error('could not start the packet path watchdog');
-  pipe.on('error', () => {
-    // the watchdog is gone: nothing to tell it
-  });
+  pipe.on('error', () => undefined); // the watchdog is gone: nothing to tell it
   // An idle pipe must not keep our event loop alive (the watchdog exists for when we are gone).
   if ('unref' in pipe && typeof pipe.unref === 'function') pipe.unref();
-  const pid = child.pid;
   return {
-    pid,
-    forwarder(forwarderPid: number, executable: string): void {
-      pipe.write(`${JSON.stringify({ forwarder: forwarderPid, exe: executable })}\n`);
-    },
-    done(): void {
-      pipe.end(`${JSON.stringify({ done: true })}\n`);
-    },
+    pid: child.pid,
+    forwarder: (pid, exe) => void pipe.write(`${JSON.stringify({ forwarder: pid, exe })}\n`),
+    done: () => void pipe.end(`${JSON.stringify({ done: true })}\n`),
   };
 }

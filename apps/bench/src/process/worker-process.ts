@@ -1,10 +1,9 @@
 // Every child process of the benchmarks starts and ends here: the quicpool daemon, the packet
 // forwarder, the relay, a client variant's load generator, PgBouncer, the small Node programs
-// inside a namespace. A child announces readiness with one line on stdout; its other stdout lines
-// go to `onLine` (after the ready line), or with `echo` to our stderr, or are dropped. The bench
-// holds the child's stdin, so a child that watches it ends with the bench even if the bench dies;
-// children still running when the bench exits are killed by an exit hook. stop() sends SIGTERM
-// (or `stopSignal`), then SIGKILL after 5 s, and resolves once it has exited.
+// inside a namespace. A child announces readiness with one line on stdout; later lines go to
+// `onLine`. The bench holds the child's stdin, so a child that watches it ends with the bench even
+// if the bench dies; children still running when the bench exits are killed by an exit hook.
+// stop() sends SIGTERM (or `stopSignal`), then SIGKILL after 5 s, and resolves once it has exited.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -30,14 +29,11 @@ export interface WorkerSpawn<T> {
   /** Node flags, then the script and its arguments (or the command's arguments). */
   readonly args: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
-  readonly cwd?: string;
   readonly startTimeoutMs: number;
   /** 'inherit' (default): the child's stderr is ours; 'capture': kept (its tail) for error messages. */
   readonly stderr?: 'inherit' | 'capture';
   /** Where the ready line comes: 'stdout' (default), or 'stderr' for programs that log there (PgBouncer); then stderr is captured too. */
   readonly readyOn?: 'stdout' | 'stderr';
-  /** Other stdout lines go to our stderr (e.g. V8 traces asked for with a Node flag). */
-  readonly echo?: boolean;
   /** Every stdout line after the ready line (e.g. stats the helper prints on request). */
   readonly onLine?: (line: string) => void;
   /** The value announced by a stdout line, or null when the line is not the ready line. */
@@ -70,7 +66,6 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
   const child = spawn(o.command ?? process.execPath, [...o.args], {
     stdio: ['pipe', readyOnStderr ? 'ignore' : 'pipe', capture ? 'pipe' : 'inherit'],
     env: o.env ?? process.env,
-    ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
   });
   track(child);
   const stdout = readyOnStderr ? child.stderr : child.stdout;
@@ -103,8 +98,7 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
     lines.on('line', (line) => {
       const value = started ? null : o.ready(line);
       if (value === null || child.pid === undefined) {
-        if (started && o.onLine !== undefined) o.onLine(line);
-        else if (o.echo === true) process.stderr.write(`${line}\n`);
+        if (started) o.onLine?.(line);
         return;
       }
       started = true;

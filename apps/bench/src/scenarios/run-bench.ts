@@ -2,7 +2,7 @@
 // find the Postgres and its postmaster, measure the stack's capacity when a WAN scenario needs
 // the scale, run every scenario R rounds, write the report. `pnpm bench` and the tests both run
 // this; every process it starts is stopped before it returns or throws.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CongestionControl } from '../netpath/netpath.js';
@@ -10,16 +10,16 @@ import type { SetupFacts } from '../report/html.js';
 import { describeMachine } from '../report/machine.js';
 import type { WrittenReport } from '../report/write.js';
 import { writeReport } from '../report/write.js';
-import type { PgTarget } from '../stack/postgres.js';
 import { findPgbouncer } from '../stack/pgbouncer.js';
 import { postmasterPid } from '../stack/postgres.js';
 import { choosePathMode } from '../stack/wan-path.js';
 import type { PathMode } from '../stack/wan-path.js';
+import { readProcText } from '../telemetry/proc.js';
 import type { BenchSettings, Scale } from './plans.js';
 import { planFor, scaleFromCapacity, seedScale } from './plans.js';
 import type { BenchContext } from './run-variant.js';
 import { runScenario } from './run-scenario.js';
-import type { PhasedRow, ScenarioName, ScenarioPlan, ScenarioResult, VariantPlan } from './types.js';
+import type { ScenarioName, ScenarioResult } from './types.js';
 
 export interface BenchOptions extends BenchSettings {
   readonly scenarios: readonly ScenarioName[];
@@ -34,13 +34,6 @@ export interface BenchOptions extends BenchSettings {
   readonly command: string;
 }
 
-export interface BenchIo {
-  readonly pg: PgTarget;
-  readonly script: string;
-  readonly log: (line: string) => void;
-  readonly onRow?: (plan: ScenarioPlan, variant: VariantPlan, round: number, row: PhasedRow) => void;
-}
-
 export interface BenchOutcome {
   readonly results: readonly ScenarioResult[];
   readonly scale: Scale;
@@ -51,13 +44,7 @@ export interface BenchOutcome {
 const WAN: readonly ScenarioName[] = ['original', 'sockets', 'fair', 'loss'];
 
 /** A sysctl of the host (the bench's own namespace), or '?'. */
-function hostSysctl(key: string): string {
-  try {
-    return readFileSync(`/proc/sys/${key}`, 'utf8').trim();
-  } catch {
-    return '?';
-  }
-}
+const hostSysctl = (key: string): string => readProcText(`/proc/sys/${key}`)?.trim() ?? '?';
 
 function congestionFacts(mode: PathMode, cc: CongestionControl): SetupFacts['congestion'] {
   const host = hostSysctl('net/ipv4/tcp_congestion_control');
@@ -73,39 +60,23 @@ function congestionFacts(mode: PathMode, cc: CongestionControl): SetupFacts['con
 }
 
 function scaleText(scale: Scale): string {
-  switch (scale.source) {
-    case 'seed':
-      return 'Load unscaled (--seed-scale): the original benchmark\'s 500 TCP sessions, 50 x 40 QUIC streams and 100 -> 5,000 q/s.';
-    case 'given':
-      return `Load scaled to a given peak of ${scale.peak} q/s (--peak).`;
-    case 'capacity':
-      return `Load scaled to the machine: the stack's capacity was ${scale.capacity?.tcp ?? '?'} q/s over TCP and ${scale.capacity?.quic ?? '?'} over QUIC (closed loop, no added delay); every WAN ramp peaks at 70% of the lower, ${scale.peak} q/s, and TCP's sessions put its Little's-law wall at half of that.`;
-    default: {
-      const never: never = scale.source;
-      throw new Error(`unknown scale ${String(never)}`);
-    }
-  }
+  const texts: Record<Scale['source'], string> = {
+    seed: 'Load unscaled (--seed-scale): the original benchmark\'s 500 TCP sessions, 50 x 40 QUIC streams and 100 -> 5,000 q/s.',
+    given: `Load scaled to a given peak of ${scale.peak} q/s (--peak).`,
+    capacity: `Load scaled to the machine: the stack's capacity was ${scale.capacity?.tcp ?? '?'} q/s over TCP and ${scale.capacity?.quic ?? '?'} over QUIC (closed loop, no added delay); every WAN ramp peaks at 70% of the lower, ${scale.peak} q/s, and TCP's sessions put its Little's-law wall at half of that.`,
+  };
+  return texts[scale.source];
 }
 
-export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutcome> {
+export async function runBench(o: BenchOptions, io: Pick<BenchContext, 'pg' | 'script' | 'log' | 'onRow'>): Promise<BenchOutcome> {
   const { mode, fallback } = choosePathMode(o.path, io.log);
   const pgbouncer = o.pgbouncer ? findPgbouncer() : null;
   if (o.pgbouncer && pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (Debian: apt-get install pgbouncer)');
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-'));
   try {
-    const ctx: BenchContext = {
-      pg: io.pg,
-      postgresPid: await postmasterPid(io.pg),
-      pathMode: mode,
-      script: io.script,
-      stateDir: join(stateDir, 'daemon'),
-      pgbouncer,
-      congestionControl: o.congestionControl,
-      seed: o.seed,
-      workers: o.workers,
-      log: io.log,
-      ...(io.onRow === undefined ? {} : { onRow: io.onRow }),
-    };
+    const postgresPid = await postmasterPid(io.pg);
+    const { congestionControl, seed, workers } = o;
+    const ctx: BenchContext = { ...io, postgresPid, pathMode: mode, stateDir: join(stateDir, 'daemon'), pgbouncer, congestionControl, seed, workers };
     const results: ScenarioResult[] = [];
     let scale: Scale = o.seedScale ? seedScale : { peak: o.peak ?? 0, source: 'given', capacity: null };
     const needsScale = !o.seedScale && o.peak === null && o.scenarios.some((s) => WAN.includes(s));
@@ -120,8 +91,7 @@ export async function runBench(o: BenchOptions, io: BenchIo): Promise<BenchOutco
       }
       results.push(capacity);
     }
-    for (const name of o.scenarios) {
-      if (name === 'capacity') continue;
+    for (const name of o.scenarios.filter((s) => s !== 'capacity')) {
       const plan = planFor(name, o, scale);
       if (plan.wan !== null && plan.wan.lossRate > 0 && mode !== 'packet') {
         results.push({ kind: 'unavailable', name, title: plan.title, needs: `the packet-level path for real loss of TCP segments (${fallback ?? ''})` });

@@ -11,7 +11,7 @@ import { KEY_FIGURES, answerOf, summarize } from './summaries.js';
 import type { RoundStat, ScenarioPlan, ScenarioResult, VariantRun } from './types.js';
 
 /** Rounds of a key figure may differ by this share of their median before the scenario is flagged. */
-export const UNSTABLE_SPREAD = 0.15;
+const UNSTABLE_SPREAD = 0.15;
 
 export function roundStat(values: readonly (number | null)[]): RoundStat {
   const known = values.filter((v): v is number => v !== null && Number.isFinite(v));
@@ -24,24 +24,23 @@ export function unstable(stat: RoundStat): boolean {
   return (stat.max - stat.min) / Math.abs(stat.median) > UNSTABLE_SPREAD;
 }
 
-/** Every figure over the rounds. */
-export function overRounds(perRound: readonly Figures[]): Record<string, RoundStat> {
-  const keys = [...new Set(perRound.flatMap((f) => Object.keys(f)))];
-  return Object.fromEntries(keys.map((k) => [k, roundStat(perRound.map((f) => f[k] ?? null))]));
+/** The round whose `key` is closest to its median over the rounds (its rows are the ones drawn); the first on a tie. */
+function medianRound(perRound: readonly Figures[], key: string | undefined, target: number | null): number {
+  const gaps = perRound.map((f) => {
+    const v = key === undefined ? null : (f[key] ?? null);
+    return v === null || target === null || !Number.isFinite(v) ? Infinity : Math.abs(v - target);
+  });
+  return Math.max(0, gaps.indexOf(Math.min(...gaps)));
 }
 
-/** The round whose `key` is closest to its median (its rows are the ones drawn). */
-function medianRound(perRound: readonly Figures[], key: string | undefined, figures: Record<string, RoundStat>): number {
-  const target = key === undefined ? null : (figures[key]?.median ?? null);
-  let best = 0;
-  let gap = Infinity;
-  perRound.forEach((f, i) => {
-    const v = key === undefined ? null : (f[key] ?? null);
-    if (v === null || target === null || Math.abs(v - target) >= gap) return;
-    best = i;
-    gap = Math.abs(v - target);
+function pathNotes(runs: readonly VariantRun[]): string[] {
+  return runs.flatMap((r) => {
+    const p = r.path;
+    if (p.mode === 'none') return [];
+    const drops = p.randomDrops === null ? '' : `, random drops ${p.randomDrops[0]} up / ${p.randomDrops[1]} down, queue drops ${p.queueDrops ?? 0}`;
+    const late = p.lateP99Us === null ? '' : `, forwarder release lateness p99 ${p.lateP99Us} µs (scheduling ${p.forwarderSched ?? '?'})`;
+    return [`${r.variant} path: RTT ${p.rttMs?.toFixed(2) ?? 'n/a'} ms (p99 ${p.rttP99Ms?.toFixed(2) ?? 'n/a'})${drops}${late}.`];
   });
-  return best;
 }
 
 export async function runScenario(ctx: BenchContext, plan: ScenarioPlan, rounds: number): Promise<ScenarioResult> {
@@ -57,13 +56,12 @@ export async function runScenario(ctx: BenchContext, plan: ScenarioPlan, rounds:
     all.push(plan.variants.map((v) => runs.get(v.name)).filter((r): r is VariantRun => r !== undefined));
   }
   const perRound = all.map((runs) => summarize(plan, runs));
-  const figures = overRounds(perRound);
+  const keys = [...new Set(perRound.flatMap((f) => Object.keys(f)))];
+  const figures: Record<string, RoundStat> = Object.fromEntries(keys.map((k) => [k, roundStat(perRound.map((f) => f[k] ?? null))]));
   const keyFigures = KEY_FIGURES[plan.name];
-  const shownRound = medianRound(perRound, keyFigures[0], figures);
-  const flagged = keyFigures.filter((k) => {
-    const stat = figures[k];
-    return stat !== undefined && unstable(stat);
-  });
+  const first = keyFigures[0];
+  const shownRound = medianRound(perRound, first, first === undefined ? null : (figures[first]?.median ?? null));
+  const flagged = keyFigures.filter((k) => figures[k] !== undefined && unstable(figures[k]));
   const shown = all[shownRound] ?? [];
   const notes = [
     ...(flagged.length > 0 ? [`Unstable: the rounds of ${flagged.join(', ')} differ by more than ${UNSTABLE_SPREAD * 100}% of their median (values per round in the table below).`] : []),
@@ -71,14 +69,4 @@ export async function runScenario(ctx: BenchContext, plan: ScenarioPlan, rounds:
     ...pathNotes(shown),
   ];
   return { kind: 'ran', plan, rounds: all, figures, keyFigures, unstable: flagged, shownRound, answer: answerOf(plan, figures), notes };
-}
-
-function pathNotes(runs: readonly VariantRun[]): string[] {
-  return runs.flatMap((r) => {
-    const p = r.path;
-    if (p.mode === 'none') return [];
-    const drops = p.randomDrops === null ? '' : `, random drops ${p.randomDrops[0]} up / ${p.randomDrops[1]} down, queue drops ${p.queueDrops ?? 0}`;
-    const late = p.lateP99Us === null ? '' : `, forwarder release lateness p99 ${p.lateP99Us} µs (scheduling ${p.forwarderSched ?? '?'})`;
-    return [`${r.variant} path: RTT ${p.rttMs?.toFixed(2) ?? 'n/a'} ms (p99 ${p.rttP99Ms?.toFixed(2) ?? 'n/a'})${drops}${late}.`];
-  });
 }

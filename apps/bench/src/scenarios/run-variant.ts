@@ -5,7 +5,6 @@
 import { BENCH_WORKER_FLAG } from '../commands/worker-flags.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
-import type { WorkerProcess } from '../process/worker-process.js';
 import { daemonCertificates, quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
 import { startPgbouncer } from '../stack/pgbouncer.js';
@@ -16,18 +15,18 @@ import type { TelemetryRow } from '../telemetry/csv.js';
 import type { CpuInterval } from '../telemetry/process-cpu.js';
 import { ProcessCpu } from '../telemetry/process-cpu.js';
 import { countProcFds } from '../telemetry/proc.js';
-import type { ChildConfig } from './variant-child.js';
-import type { ClientResult, ClientSpec, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
+import type { ChildConfig, ChildMessage } from './variant-child.js';
+import type { ClientResult, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
 
 /** Server connections per pool in every daemon the bench starts (as PgBouncer's default_pool_size). */
-export const POOL_SIZE = 20;
+const POOL_SIZE = 20;
 
 export interface BenchContext {
   readonly pg: PgTarget;
   /** The postmaster, whose processes' CPU is summed; null when Postgres is not on this machine. */
   readonly postgresPid: number | null;
   readonly pathMode: PathMode;
-  /** The quicpool-bench program: the client process runs it as a worker, the fallback path as the relay. */
+  /** The quicpool-bench program: the client process runs it as a worker. */
   readonly script: string;
   /** The daemon's state folder (certificate, ticket key), shared by every run. */
   readonly stateDir: string;
@@ -44,9 +43,7 @@ export interface BenchContext {
 }
 
 /** The pooler process a variant's clients reach: the quicpool daemon or PgBouncer (quicPort null). */
-type PoolerProcess = Pick<RunningDaemon, 'pid' | 'tcpPort' | 'quicPort' | 'caPem'>;
-
-const transportOf = (client: ClientSpec): 'tcp' | 'udp' => (client.kind === 'pg' || client.kind === 'connect-tcp' ? 'tcp' : 'udp');
+type Pooler = Pick<RunningDaemon, 'pid' | 'tcpPort' | 'quicPort' | 'caPem' | 'stop'>;
 
 const perQuery = (ms: number | null, processed: number): number | null => (ms === null || processed === 0 ? null : Math.round((ms * 10_000) / processed) / 10);
 const ms = (v: number | null): number | null => (v === null ? null : Math.round(v));
@@ -76,9 +73,9 @@ function loadLimitMs(plan: ScenarioPlan): number {
   return seconds * 1000 + l.timeoutMs + 240_000;
 }
 
-async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, pooler: PoolerProcess | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
+async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number, path: VariantPath, pooler: Pooler | null): Promise<{ result: ClientResult; rows: PhasedRow[]; poolerFds: number | null }> {
   const pg = ctx.pg;
-  const transport = transportOf(variant.client);
+  const transport = variant.client.kind === 'pg' || variant.client.kind === 'connect-tcp' ? 'tcp' : 'udp';
   const endpoint = pooler === null ? { host: pg.host, port: pg.port } : await path.endpoint(transport, transport === 'tcp' ? pooler.tcpPort : quicPortOf(pooler));
   const config: ChildConfig = {
     variant: variant.name,
@@ -90,29 +87,27 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
   const rows: PhasedRow[] = [];
   let cpu: ProcessCpu | null = null;
   let result: ClientResult | null = null;
-  const child: WorkerProcess<number> = await startWorkerProcess({
+  const message = (line: string): ChildMessage => (jsonLine(line) ?? {}) as ChildMessage;
+  const child = await startWorkerProcess({
     name: `the ${plan.name}/${variant.name} client`,
     command,
     args,
     startTimeoutMs: 240_000,
     stderr: 'capture',
     ready: (line) => {
-      const m = jsonLine(line);
-      if (m === null || !('ready' in m)) return null;
+      if (message(line).ready === undefined) return null;
       // Here, not after the await: the next lines may be handled before the await returns.
       cpu = new ProcessCpu({ forwarder: path.forwarderPid(), pooler: pooler?.pid ?? null, postgres: ctx.postgresPid });
       return 1;
     },
     onLine: (line) => {
-      const m = jsonLine(line);
-      if (m !== null && 'row' in m && cpu !== null) {
-        const phased = m.row as PhasedRow;
-        const row: PhasedRow = { ...phased, row: withProcessCpu(phased.row, cpu.next()) };
+      const m = message(line);
+      if (m.row !== undefined && cpu !== null) {
+        const row: PhasedRow = { ...m.row, row: withProcessCpu(m.row.row, cpu.next()) };
         rows.push(row);
         ctx.onRow?.(plan, variant, round, row);
-      } else if (m !== null && 'result' in m) {
-        result = m.result as ClientResult;
       }
+      if (m.result !== undefined) result = m.result;
     },
   });
   try {
@@ -132,28 +127,23 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
 
 export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number): Promise<VariantRun> {
   const wan = plan.wan;
-  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl }, ctx.script);
+  const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl });
   try {
-    let pooler: (PoolerProcess & { stop(): Promise<void> }) | null = null;
-    let run: Awaited<ReturnType<typeof runClient>>;
-    try {
-      pooler = await startPooler(ctx, variant, path.serverHost);
-      run = await runClient(ctx, plan, variant, round, path, pooler);
-    } finally {
-      await pooler?.stop();
-    }
+    const pooler = await startPooler(ctx, variant, path.serverHost);
+    const run = await runClient(ctx, plan, variant, round, path, pooler).finally(() => pooler?.stop());
     // Measured after the load, on the same path: what the queries crossed, undisturbed by them.
     const facts = await path.facts();
-    const rows = run.rows.filter((r) => r.phase !== 'probe').map((r) => ({ ...r.row, rtt_ms: facts.rttMs }));
+    const withRtt = (rows: readonly PhasedRow[]): TelemetryRow[] => rows.map((r) => ({ ...r.row, rtt_ms: facts.rttMs }));
+    const measured = run.rows.filter((r) => r.phase !== 'probe');
     return {
       scenario: plan.name,
       variant: variant.name,
       round,
       result: run.result,
-      rows,
-      loadRows: run.rows.filter((r) => r.phase === 'load').length,
-      rowSteps: run.rows.filter((r) => r.phase !== 'probe').map((r) => r.step),
-      probeRows: run.rows.filter((r) => r.phase === 'probe').map((r) => ({ ...r.row, rtt_ms: facts.rttMs })),
+      rows: withRtt(measured),
+      loadRows: measured.filter((r) => r.phase === 'load').length,
+      rowSteps: measured.map((r) => r.step),
+      probeRows: withRtt(run.rows.filter((r) => r.phase === 'probe')),
       path: facts,
       poolerFds: run.poolerFds,
     };
@@ -163,38 +153,28 @@ export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant:
 }
 
 /** The route's pooler, listening where only the path reaches it; null for the 'postgres' route. */
-async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: string): Promise<(PoolerProcess & { stop(): Promise<void> }) | null> {
+async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: string): Promise<Pooler | null> {
+  const { pg, stateDir } = ctx;
   switch (variant.route) {
     case 'postgres':
       return null;
     case 'pooler':
       return startDaemon({
         listenHost,
-        upstream: { host: ctx.pg.host, port: ctx.pg.port },
-        users: { [ctx.pg.user]: { password: ctx.pg.password } },
+        upstream: { host: pg.host, port: pg.port },
+        users: { [pg.user]: { password: pg.password } },
         poolSize: POOL_SIZE,
-        stateDir: ctx.stateDir,
+        stateDir,
         workers: ctx.workers,
       });
     case 'pgbouncer': {
       if (ctx.pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (apt-get install pgbouncer)');
       // The daemon's development certificate (the quicpool variants before it created it), so
       // the clients verify both poolers against the same CA.
-      const { caPem, certPem, keyPem } = daemonCertificates(ctx.stateDir);
-      const pb = await startPgbouncer(ctx.pgbouncer, {
-        serverHost: ctx.pg.host,
-        serverPort: ctx.pg.port,
-        user: ctx.pg.user,
-        password: ctx.pg.password,
-        poolSize: POOL_SIZE,
-        listenHost,
-        clientTls: { certPem, keyPem },
-      });
+      const { caPem, certPem, keyPem } = daemonCertificates(stateDir);
+      const server = { serverHost: pg.host, serverPort: pg.port, user: pg.user, password: pg.password };
+      const pb = await startPgbouncer(ctx.pgbouncer, { ...server, poolSize: POOL_SIZE, listenHost, clientTls: { certPem, keyPem } });
       return { pid: pb.pid, tcpPort: pb.port, quicPort: null, caPem, stop: () => pb.stop() };
-    }
-    default: {
-      const never: never = variant.route;
-      throw new Error(`unknown route ${String(never)}`);
     }
   }
 }

@@ -63,7 +63,7 @@ export interface PhasedRow {
   readonly row: TelemetryRow;
 }
 
-export type LatencySummary = Readonly<Record<'meanUs' | 'p50Us' | 'p90Us' | 'p99Us' | 'p999Us' | 'maxUs', number>>;
+export type LatencySummary = Readonly<Record<'meanUs' | 'p50Us' | 'p99Us' | 'maxUs', number>>;
 
 /** What the client process reports at the end of its load. */
 export interface ClientResult {

@@ -7,12 +7,11 @@ import { performance } from 'node:perf_hooks';
 import { runClosedLoop } from '../load/closed-loop.js';
 import { runOpenLoop } from '../load/open-loop.js';
 import { offeredTotal } from '../load/schedule.js';
-import type { Histogram } from '../telemetry/histogram.js';
 import { countProcFds } from '../telemetry/proc.js';
 import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
 import type { BuiltClient, ClientTarget } from './clients.js';
 import { buildClient } from './clients.js';
-import type { ClientResult, ClientSpec, LatencySummary, LoadSpec, PhasedRow } from './types.js';
+import type { ClientResult, ClientSpec, LoadSpec, PhasedRow } from './types.js';
 
 export interface ChildConfig {
   readonly variant: string;
@@ -21,58 +20,45 @@ export interface ChildConfig {
   readonly target: ClientTarget;
 }
 
-export type ChildMessage = { readonly ready: { readonly openMs: number } } | { readonly row: PhasedRow } | { readonly result: ClientResult };
+/** A line of the client process: one of these fields set. */
+export type ChildMessage = Partial<{ readonly ready: { readonly openMs: number }; readonly row: PhasedRow; readonly result: ClientResult }>;
 
 const say = (message: ChildMessage): void => void process.stdout.write(`${JSON.stringify(message)}\n`);
 
-export function latencySummary(h: Histogram): LatencySummary {
-  return { meanUs: Math.round(h.mean), p50Us: h.percentile(50), p90Us: h.percentile(90), p99Us: h.percentile(99), p999Us: h.percentile(99.9), maxUs: h.max };
+/**
+ * Runs `load`, sending the recorder's rows as they are sampled, each of the phase `phaseOf` its
+ * index; with `rest`, one more row for the last partial second, so the rows add up to the totals.
+ */
+async function sampled(recorder: LoadRecorder, phaseOf: (i: number) => PhasedRow['phase'], step: number, rest: boolean, load: () => Promise<unknown>): Promise<void> {
+  const sampler = new TelemetrySampler({ recorder, onRow: (row, index) => say({ row: { phase: phaseOf(index), step, row } }) });
+  sampler.start();
+  await load();
+  sampler.stop();
+  if (rest) sampler.sample();
 }
 
-/** Rows of one phase, sent as they are sampled. */
-function sampler(recorder: LoadRecorder, phaseOf: (index: number) => PhasedRow['phase'], step: number): TelemetrySampler {
-  const s = new TelemetrySampler({ recorder, onRow: (row, index) => say({ row: { phase: phaseOf(index), step, row } }) });
-  s.start();
-  return s;
-}
-
-async function runLoad(client: BuiltClient, load: LoadSpec): Promise<{ recorder: LoadRecorder; offered: number }> {
-  switch (load.kind) {
-    case 'open': {
-      if (load.probe !== null) {
-        const probe = new LoadRecorder();
-        const ramp = { startRate: load.probe.rate, endRate: load.probe.rate, durationMs: load.probe.seconds * 1000 };
-        const s = sampler(probe, () => 'probe', 0);
-        await runOpenLoop({ variant: client, recorder: probe, ramp, tickMs: load.tickMs, timeoutMs: load.timeoutMs });
-        // Whole seconds only: the probe's rows are per-second CPU, a partial last one would skew them.
-        s.stop();
-      }
-      const recorder = new LoadRecorder();
-      const loadRows = Math.ceil(load.ramp.durationMs / 1000);
-      const s = sampler(recorder, (i) => (i < loadRows ? 'load' : 'drain'), 0);
-      await runOpenLoop({ variant: client, recorder, ramp: load.ramp, tickMs: load.tickMs, timeoutMs: load.timeoutMs });
-      s.stop();
-      s.sample(); // the rest of the drain, so the rows add up to the totals
-      return { recorder, offered: offeredTotal(load.ramp) };
+async function runLoad(variant: BuiltClient, load: LoadSpec): Promise<{ recorder: LoadRecorder; offered: number }> {
+  const recorder = new LoadRecorder();
+  const timeoutMs = load.timeoutMs;
+  if (load.kind === 'open') {
+    const { probe, tickMs, ramp } = load;
+    if (probe !== null) {
+      const probed = new LoadRecorder();
+      const constant = { startRate: probe.rate, endRate: probe.rate, durationMs: probe.seconds * 1000 };
+      // Whole seconds only: the probe's rows are per-second CPU, a partial last one would skew them.
+      await sampled(probed, () => 'probe', 0, false, () => runOpenLoop({ variant, recorder: probed, ramp: constant, tickMs, timeoutMs }));
     }
-    case 'closed': {
-      const most = Math.max(1, ...load.steps.map((s) => s.workers));
-      // JIT, Postgres plan cache, every backend's first queries: run first, not recorded.
-      await runClosedLoop({ variant: client, recorder: new LoadRecorder(), workers: most, durationMs: load.warmupSeconds * 1000, timeoutMs: load.timeoutMs });
-      const recorder = new LoadRecorder();
-      for (const [index, step] of load.steps.entries()) {
-        const s = sampler(recorder, () => 'load', index);
-        await runClosedLoop({ variant: client, recorder, workers: step.workers, durationMs: step.seconds * 1000, timeoutMs: load.timeoutMs });
-        s.stop();
-        s.sample(); // the last partial second, so the rows add up to the totals
-      }
-      return { recorder, offered: recorder.totals().issued };
-    }
-    default: {
-      const never: never = load;
-      throw new Error(`unknown load ${JSON.stringify(never)}`);
-    }
+    const loadRows = Math.ceil(ramp.durationMs / 1000);
+    await sampled(recorder, (i) => (i < loadRows ? 'load' : 'drain'), 0, true, () => runOpenLoop({ variant, recorder, ramp, tickMs, timeoutMs }));
+    return { recorder, offered: offeredTotal(ramp) };
   }
+  const most = Math.max(1, ...load.steps.map((s) => s.workers));
+  // JIT, Postgres plan cache, every backend's first queries: run first, not recorded.
+  await runClosedLoop({ variant, recorder: new LoadRecorder(), workers: most, durationMs: load.warmupSeconds * 1000, timeoutMs });
+  for (const [index, { workers, seconds }] of load.steps.entries()) {
+    await sampled(recorder, () => 'load', index, true, () => runClosedLoop({ variant, recorder, workers, durationMs: seconds * 1000, timeoutMs }));
+  }
+  return { recorder, offered: recorder.totals().issued };
 }
 
 export async function runVariantChild(config: ChildConfig): Promise<void> {
@@ -87,22 +73,12 @@ export async function runVariantChild(config: ChildConfig): Promise<void> {
     const fds = countProcFds('self');
     say({ ready: { openMs } });
     const { recorder, offered } = await runLoad(client, config.load);
-    const totals = recorder.totals();
-    say({
-      result: {
-        sessions: client.sessions,
-        openMs,
-        fds,
-        offered,
-        issued: totals.issued,
-        processed: totals.processed,
-        failed: totals.failed,
-        failures: { ...recorder.failures },
-        latency: latencySummary(recorder.total),
-        errors: [...recorder.errorSamples],
-        info: client.info(),
-      },
-    });
+    const { issued, processed, failed } = recorder.totals();
+    const h = recorder.total;
+    const latency = { meanUs: Math.round(h.mean), p50Us: h.percentile(50), p99Us: h.percentile(99), maxUs: h.max };
+    const failures = { ...recorder.failures };
+    const errors = [...recorder.errorSamples];
+    say({ result: { sessions: client.sessions, openMs, fds, offered, issued, processed, failed, failures, latency, errors, info: client.info() } });
   } finally {
     await client.close();
   }

@@ -1,20 +1,24 @@
 // Command-line options of `quicpool-bench soak` (`pnpm bench:soak`): the table and what it means.
 import { JSON_OPTION, numberOption } from '../command-line.js';
 import type { Values } from '../command-line.js';
+import { PATH_OPTION, pathOption } from '../stack/wan-path.js';
+import type { PathMode } from '../stack/wan-path.js';
 
 export interface SoakOptions {
   /** How long the load runs. */
   readonly minutes: number;
   /** One JSON object of the figures as the last line. */
   readonly json: boolean;
-  /** Sessions (and workers) over TCP through the WAN emulator. */
+  /** Sessions (and workers) over TCP across the WAN. */
   readonly tcpSessions: number;
-  /** Sessions (and workers) over QUIC streams through the WAN emulator. */
+  /** Sessions (and workers) over QUIC streams across the WAN. */
   readonly quicSessions: number;
-  /** One-way delay the WAN emulator adds, ms. */
+  /** One-way delay the WAN adds, ms. */
   readonly delayMs: number;
-  /** UDP loss rate of the WAN emulator (0..1). */
+  /** UDP loss rate of the WAN (0..1); TCP is never dropped. */
   readonly loss: number;
+  /** The WAN: the packet path where it can be built (`auto`), or as asked. */
+  readonly path: PathMode | 'auto';
   /** Seconds between injected faults (0: none). */
   readonly faultEverySeconds: number;
   /** Seconds between samples (a report line is printed every minute, or every sample when shorter). */
@@ -26,6 +30,7 @@ export interface SoakOptions {
 export const SOAK_OPTIONS = {
   minutes: { type: 'string', default: '30' },
   ...JSON_OPTION,
+  ...PATH_OPTION,
   tcp: { type: 'string', default: '8' },
   quic: { type: 'string', default: '8' },
   delay: { type: 'string', default: '5' },
@@ -43,6 +48,7 @@ export function soakOptionsOf(values: Values<typeof SOAK_OPTIONS>): SoakOptions 
     quicSessions: Math.round(numberOption('quic', values.quic, 0, 1000)),
     delayMs: numberOption('delay', values.delay, 0, 1000),
     loss: numberOption('loss', values.loss, 0, 0.5),
+    path: pathOption(values.path),
     faultEverySeconds: numberOption('fault-every', values['fault-every'], 0, 3600),
     sampleSeconds: numberOption('sample', values.sample, 1, 600),
     poolSize: Math.round(numberOption('pool-size', values['pool-size'], 1, 200)),

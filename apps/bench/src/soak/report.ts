@@ -53,7 +53,7 @@ export function summaryTable(s: SoakSummary): string {
     ['errors', `${s.errors} (unexpected ${s.unexpectedErrors}), mismatches ${s.mismatches}`],
     ['faults', `${Object.entries(s.faults).map(([k, v]) => `${k} ${v}`).join(', ')}; missed ${s.faultsMissed}`],
     ['max backends / streams / clients', `${s.backendsMax} / ${s.streamsMax} / ${s.clientsMax}`],
-    ['WAN measured RTT (emulator)', s.wanMeasuredRttMs === null ? 'n/a' : `${s.wanMeasuredRttMs.toFixed(2)} ms; UDP datagrams lost ${s.udpLost}`],
+    ['WAN measured RTT (path)', s.wanMeasuredRttMs === null ? 'n/a' : `${s.wanMeasuredRttMs.toFixed(2)} ms; UDP datagrams lost ${s.udpLost}`],
   ];
   if (s.verdict.first !== null && s.verdict.last !== null) {
     const f = s.verdict.first;

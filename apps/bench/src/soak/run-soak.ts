@@ -1,5 +1,5 @@
 // The soak: steady mixed load (simple, extended, prepared, transactions) over TCP and over QUIC
-// streams, through the WAN relay to the real quicpool daemon and its own throwaway Postgres, with a
+// streams, across the WAN path (stack/wan-path.ts) to the real quicpool daemon and its own throwaway Postgres, with a
 // fault injected every few seconds (backend killed, QUIC stream reset, QUIC connection dropped).
 // Prints RSS, heap, open streams, open backends and error counts every minute; at the end compares
 // the last third of the run with the first and exits 1 when memory or counts grew without bound,
@@ -20,12 +20,12 @@ import type { SoakSummary } from './report.js';
 export async function runSoak(o: SoakOptions): Promise<number> {
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
-  const stack = await startSoakStack({ poolSize: o.poolSize, delayMs: o.delayMs, loss: o.loss });
-  const tcpPool = new pg.Pool({ ...stack.login, host: stack.wanTcp.host, port: stack.wanTcp.port, max: Math.max(1, o.tcpSessions) });
+  const stack = await startSoakStack({ poolSize: o.poolSize, delayMs: o.delayMs, loss: o.loss, path: o.path }, log);
+  const tcpPool = new pg.Pool({ ...stack.login, host: stack.tcp.host, port: stack.tcp.port, max: Math.max(1, o.tcpSessions) });
   const quicPool = o.quicSessions === 0 ? null : new QuicPool({
     ...stack.login, max: o.quicSessions,
     quic: {
-      endpoints: [`${stack.wanUdp.host}:${stack.wanUdp.port}`], ca: stack.caPem, serverName: 'localhost',
+      endpoints: [`${stack.quic.host}:${stack.quic.port}`], ca: stack.caPem, serverName: 'localhost',
       maxConnections: 2, streamsPerConnection: Math.ceil(o.quicSessions / 2),
       quic: { idleTimeoutMs: QUIC_IDLE_MS, keepAliveMs: 1_000 },
     },
@@ -109,8 +109,8 @@ export async function runSoak(o: SoakOptions): Promise<number> {
   const verdict = judgeSoak(samples, { poolSize: o.poolSize, sessions: o.tcpSessions + o.quicSessions });
   await tcpPool.end();
   await quicPool?.end();
-  const wanRtt = stack.wanTcp.stats().measuredRtt;
-  const udpLost = stack.wanUdp.stats().udp.lostUp + stack.wanUdp.stats().udp.lostDown;
+  const wan = await stack.path.facts();
+  const udpLost = wan.randomDrops === null ? 0 : wan.randomDrops[0] + wan.randomDrops[1];
   await stack.close();
 
   const first = samples[0];
@@ -133,7 +133,7 @@ export async function runSoak(o: SoakOptions): Promise<number> {
     backendsMax: Math.max(0, ...samples.map((s) => s.backends)),
     streamsMax: Math.max(0, ...samples.map((s) => s.streams)),
     clientsMax: Math.max(0, ...samples.map((s) => s.clients)),
-    wanMeasuredRttMs: wanRtt === null ? null : wanRtt.medianMs,
+    wanMeasuredRttMs: wan.rttMs,
     udpLost,
     verdict,
     lastUnexpectedErrors: counters.lastUnexpected,

@@ -1,7 +1,8 @@
-// What the soak runs against, all on loopback: its own throwaway Postgres, a login role for the
-// load (so pg_stat_activity counts exactly the pooler's backends), the real quicpool daemon on
-// TCP and QUIC, and the WAN relay in front of each (one-way delay, optional UDP loss). The
-// daemon's own counts (client sessions, open QUIC streams) come from its admin console.
+// What the soak runs against: its own throwaway Postgres, a login role for the load (so
+// pg_stat_activity counts exactly the pooler's backends), the real quicpool daemon on TCP and
+// QUIC, and the WAN between it and this process (stack/wan-path.ts: the packet path as root, the
+// daemon then in its server namespace; else the relay; one-way delay, optional loss of UDP only).
+// The daemon's own counts (client sessions, open QUIC streams) come from its admin console.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -10,9 +11,9 @@ import pg from 'pg';
 import { startPostgres } from '@quicpool/pg-fixture';
 import type { PostgresServer } from '@quicpool/pg-fixture';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
+import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
+import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { readProcSample } from '../telemetry/proc.js';
-import { startWanEmulator } from '../wan/emulator.js';
-import type { WanEmulator } from '../wan/emulator.js';
 
 export const SOAK_ROLE = 'soak_load';
 export const SOAK_TABLE = 'soak_rows';
@@ -21,10 +22,10 @@ export const QUIC_IDLE_MS = 5_000;
 
 export interface SoakStack {
   readonly pg: PostgresServer;
-  /** In front of the daemon's TCP port. */
-  readonly wanTcp: WanEmulator;
-  /** In front of its QUIC port (UDP loss applies here). */
-  readonly wanUdp: WanEmulator;
+  readonly path: VariantPath;
+  /** Where this process reaches the daemon's TCP and QUIC ports: across the path. */
+  readonly tcp: { readonly host: string; readonly port: number };
+  readonly quic: { readonly host: string; readonly port: number };
   readonly login: { readonly user: string; readonly password: string; readonly database: string };
   readonly caPem: string;
   /** A direct superuser connection (no pooler, no WAN) for counting and killing backends. */
@@ -34,7 +35,10 @@ export interface SoakStack {
   close(): Promise<void>;
 }
 
-export async function startSoakStack(o: { poolSize: number; delayMs: number; loss: number }): Promise<SoakStack> {
+export async function startSoakStack(
+  o: { poolSize: number; delayMs: number; loss: number; path: PathMode | 'auto' },
+  log: (line: string) => void,
+): Promise<SoakStack> {
   const server = await startPostgres();
   const password = randomBytes(12).toString('hex');
   const monitor = new pg.Client({ host: server.info.host, port: server.info.port, database: server.info.database, user: server.info.user, password: server.info.password });
@@ -44,23 +48,26 @@ export async function startSoakStack(o: { poolSize: number; delayMs: number; los
   await monitor.query(`create table ${SOAK_TABLE} (worker int not null, n int not null, who text not null)`);
   await monitor.query(`grant all on table ${SOAK_TABLE} to ${SOAK_ROLE}`);
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-soak-'));
+  const wan = { delayMs: o.delayMs, lossRate: o.loss, lossUdpOnly: true, seed: 1, congestionControl: 'cubic' } as const;
+  const path = await openPath(choosePathMode(o.path, log).mode, wan, 'here');
   const daemon = await startDaemon({
-    listenHost: '127.0.0.1',
-    upstream: { host: server.info.host, port: server.info.port },
+    listenHost: path.serverHost,
+    namespace: path.serverNs,
+    upstream: upstreamBehind(path, server.info),
     users: { [SOAK_ROLE]: { password } },
     adminUsers: [SOAK_ROLE],
     poolSize: o.poolSize,
     stateDir,
     settings: { quic: { idle_timeout_ms: QUIC_IDLE_MS }, pool: { query_wait_timeout_ms: 20_000 } },
   });
-  const admin = new pg.Client({ host: '127.0.0.1', port: daemon.tcpPort, user: SOAK_ROLE, password, database: 'quicpool' });
+  const admin = new pg.Client({ host: path.serverHost, port: daemon.tcpPort, user: SOAK_ROLE, password, database: 'quicpool' });
   admin.on('error', () => undefined);
   await admin.connect();
-  // One relay per protocol (the daemon's TCP and UDP ports differ), same delay both ways.
-  const wanTcp = await startWanEmulator({ protocol: 'tcp', targetHost: '127.0.0.1', targetPort: daemon.tcpPort, delayMs: o.delayMs });
-  const wanUdp = await startWanEmulator({ protocol: 'udp', targetHost: '127.0.0.1', targetPort: quicPortOf(daemon), delayMs: o.delayMs, lossRate: o.loss, udpIdleMs: 60_000 });
+  const tcp = await path.endpoint('tcp', daemon.tcpPort);
+  const quic = await path.endpoint('udp', quicPortOf(daemon));
+  log(`WAN: ${(await path.facts()).description}`);
   return {
-    pg: server, wanTcp, wanUdp, caPem: daemon.caPem, monitor,
+    pg: server, path, tcp, quic, caPem: daemon.caPem, monitor,
     login: { user: SOAK_ROLE, password, database: server.info.database },
     daemonCounts: async () => {
       const clients = await admin.query('SHOW CLIENTS');
@@ -68,10 +75,9 @@ export async function startSoakStack(o: { poolSize: number; delayMs: number; los
       return { clients: Math.max(0, clients.rows.length - 1), streams: quic.rows.reduce((n, r) => n + Number(r.streams), 0), rssBytes: readProcSample(daemon.pid)?.rssBytes ?? 0 };
     },
     close: async () => {
-      await wanTcp.close();
-      await wanUdp.close();
       await admin.end().catch(() => undefined);
       await daemon.stop();
+      await path.close();
       await monitor.end().catch(() => undefined);
       await server.stop();
       rmSync(stateDir, { recursive: true, force: true });

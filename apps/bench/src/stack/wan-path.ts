@@ -4,15 +4,16 @@
 // of its own when the clients are processes of their own (the scenarios: the daemon and Postgres
 // on the host), or the host when the clients run in the benchmark's own process (bench:connect,
 // bench:client: the daemon then runs in the server's namespace and reaches Postgres by its unix
-// socket). Otherwise: the old user-space relay, which terminates TCP (its retransmissions then
-// run on a ~0.1 ms loopback leg) and cannot drop TCP segments at all, so loss scenarios cannot run
-// on it. choosePathMode() decides, once per run, and says so.
+// socket). Otherwise: the relay (the same forwarder between sockets, ../netpath/relay.ts), which
+// terminates TCP (its retransmissions then run on a ~0.1 ms loopback leg) and cannot drop TCP
+// segments at all, so loss scenarios cannot run on it. choosePathMode() decides, once per run, and
+// says so.
 import { choiceOption } from '../command-line.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
 import type { PathFacts } from '../scenarios/types.js';
-import type { RunningRelay } from './relay.js';
-import { startRelay } from './relay.js';
+import type { RunningRelay } from '../netpath/relay.js';
+import { relayRttMs, startRelay } from '../netpath/relay.js';
 
 export type PathMode = 'packet' | 'relay';
 
@@ -42,6 +43,8 @@ export function choosePathMode(requested: PathMode | 'auto', log: (line: string)
 export interface WanSpec {
   readonly delayMs: number;
   readonly lossRate: number;
+  /** Loss for UDP (QUIC) only: TCP crosses whole, as on the relay. Default false. */
+  readonly lossUdpOnly?: boolean;
   /** The same seed for every variant: the same packet sequence meets the same drops. */
   readonly seed: number;
   readonly congestionControl: CongestionControl;
@@ -71,6 +74,7 @@ async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPa
   const path = await createPacketPath({
     delayMs: spec.delayMs,
     lossRate: spec.lossRate,
+    lossUdpOnly: spec.lossUdpOnly ?? false,
     seed: spec.seed,
     congestionControl: spec.congestionControl,
     ...(clients === 'process' ? { server: 'host' } : { client: 'host' }),
@@ -108,8 +112,8 @@ async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPa
   };
 }
 
-function relayPath(spec: WanSpec, program: string): VariantPath {
-  if (spec.lossRate > 0) throw new Error('the relay cannot drop TCP segments: loss needs the packet path');
+function relayPath(spec: WanSpec): VariantPath {
+  if (spec.lossRate > 0 && spec.lossUdpOnly !== true) throw new Error('the relay cannot drop TCP segments: loss needs the packet path');
   // One relay per daemon port the clients reach (a relay serves one protocol and one target).
   const relays = new Map<string, Promise<RunningRelay>>();
   const started: RunningRelay[] = [];
@@ -122,7 +126,8 @@ function relayPath(spec: WanSpec, program: string): VariantPath {
       const key = `${protocol}:${port}`;
       let relay = relays.get(key);
       if (relay === undefined) {
-        relay = startRelay(program, { host: '127.0.0.1', port }, protocol, spec.delayMs);
+        const lossRate = protocol === 'udp' ? spec.lossRate : 0;
+        relay = startRelay({ target: { host: '127.0.0.1', port }, protocol, delayMs: spec.delayMs, lossRate, seed: spec.seed });
         relays.set(key, relay);
         started.push(await relay);
       }
@@ -130,24 +135,29 @@ function relayPath(spec: WanSpec, program: string): VariantPath {
       return { host: r.host, port: r.port };
     },
     forwarderPid: () => started[0]?.pid ?? null,
-    facts: async () => ({
-      mode: 'relay',
-      rttMs: started[0]?.measuredRtt?.medianMs ?? null,
-      rttP99Ms: started[0]?.measuredRtt?.p99Ms ?? null,
-      randomDrops: null,
-      queueDrops: null,
-      lateP99Us: null,
-      forwarderSched: null,
-      description: `user-space relay (terminates TCP), ${spec.delayMs} ms each way, RTT from its own probe through both delay lines`,
-    }),
+    facts: async () => {
+      const stats = await Promise.all(started.map((r) => r.stats()));
+      const rtt = stats[0] === undefined ? null : relayRttMs(stats[0], spec.delayMs);
+      const drops = (pick: (s: (typeof stats)[number]) => number): number => stats.reduce((n, s) => n + pick(s), 0);
+      return {
+        mode: 'relay',
+        rttMs: rtt?.meanMs ?? null,
+        rttP99Ms: rtt?.p99Ms ?? null,
+        randomDrops: [drops((s) => s.up.randomDrops), drops((s) => s.down.randomDrops)],
+        queueDrops: null,
+        lateP99Us: null,
+        forwarderSched: null,
+        description: `user-space relay (the packet path's forwarder between sockets; terminates TCP), ${spec.delayMs} ms each way, RTT from its time-in-relay counters`,
+      };
+    },
     close: async () => {
       for (const r of started) await r.stop();
     },
   };
 }
 
-export async function openPath(mode: PathMode, spec: WanSpec, program: string, clients: ClientSide = 'process'): Promise<VariantPath> {
-  return mode === 'packet' ? packetPath(spec, clients) : relayPath(spec, program);
+export async function openPath(mode: PathMode, spec: WanSpec, clients: ClientSide = 'process'): Promise<VariantPath> {
+  return mode === 'packet' ? packetPath(spec, clients) : relayPath(spec);
 }
 
 /** How a daemon behind `path` reaches Postgres: over loopback from the host, by its unix socket from the server's namespace. */

@@ -1,12 +1,14 @@
-// "First response" through the WAN emulator: how many round trips a client waits from dialing a
-// pooler it has never talked to until its first response, against one that resumes a QUIC
-// session with 0-RTT (a stored ticket lets its request ride in the first flight). Counted in
-// round trips of the RTT measured on the same path, not the delay configured.
+// "First response" across a WAN: how many round trips a client waits from dialing a pooler it
+// has never talked to until its first response, against one that resumes a QUIC session with
+// 0-RTT (a stored ticket lets its request ride in the first flight). Counted in round trips of
+// the RTT measured on the same path, not the delay configured. Both ends live in this process,
+// so the WAN is the relay (the packet path's forwarder between UDP sockets, ../netpath/relay.ts):
+// for UDP it is the same delay, packet by packet, that the packet path applies.
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { SessionStream } from '@quicpool/transport';
 import { QuicDialer, QuicListener, QuicTicketStore, generateDevCertificates } from '@quicpool/transport';
-import { startWanEmulator } from '../wan/emulator.js';
+import { startRelay } from '../netpath/relay.js';
 import { echo } from './ping-stream.js';
 import { round2 } from '../report/round.js';
 
@@ -14,7 +16,7 @@ export interface FirstResponseResult {
   configuredOneWayMs: number;
   /** Fresh/resumed pairs measured; the figures are medians over them. */
   trials: number;
-  /** Median round trip measured with pings on an established stream through the emulator. */
+  /** Median round trip measured with pings on an established stream through the relay. */
   measuredRttMs: number;
   fullMs: number;
   zeroRttMs: number;
@@ -71,7 +73,7 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-/** Runs `trials` fresh/resumed pairs through a WAN emulator at `oneWayMs` and reports medians. */
+/** Runs `trials` fresh/resumed pairs through a relay at `oneWayMs` and reports medians. */
 export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<FirstResponseResult> {
   const certs = await generateDevCertificates({ names: ['localhost'] });
   const earlyData: boolean[] = [];
@@ -80,12 +82,7 @@ export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<F
     earlyData.push(stream.info.quic?.earlyData === true);
     echo(stream);
   });
-  const wan = await startWanEmulator({
-    targetHost: '127.0.0.1',
-    targetPort: listener.address().port,
-    protocol: 'udp',
-    delayMs: oneWayMs,
-  });
+  const wan = await startRelay({ target: { host: '127.0.0.1', port: listener.address().port }, protocol: 'udp', delayMs: oneWayMs });
   const dial = (tickets: QuicTicketStore): QuicDialer =>
     new QuicDialer({ host: '127.0.0.1', port: wan.port, serverName: 'localhost', ca: certs.caPem, tickets });
   try {
@@ -106,7 +103,7 @@ export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<F
       serverSawEarlyData: earlyData.length > 0 && earlyData.filter((_, i) => i % 2 === 1).every((early) => early),
     };
   } finally {
-    await wan.close();
+    await wan.stop();
     await listener.close({ graceful: false });
   }
 }
