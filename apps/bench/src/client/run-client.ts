@@ -39,7 +39,7 @@ export interface ClientBenchOptions {
   readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
   /** The WAN: the packet path where it can be built (`auto`), or as asked. */
   readonly path: PathMode | 'auto';
-  /** The quicpool-bench program: forked as the idle workers and as the WAN relay. */
+  /** The quicpool-bench program: run as the idle workers. */
   readonly script: string;
 }
 

@@ -9,7 +9,7 @@
 //       = "read-only"; "fast start": the agent checks its unix-socket clients by peer credentials and
 //       answers the login itself (certificate to the pooler), so StartupMessage and query leave in one flight
 //   (c) the pooler's file descriptors, sockets and RSS with N sessions held open through the agent
-//       vs N straight over TCP+TLS (a fresh daemon each, loopback: see held-sessions.ts)
+//       vs N straight over TCP+TLS (a fresh daemon each, loopback; held-sessions.ts holds them)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ import type { PgTarget } from '../stack/postgres.js';
 import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { openFileLimit } from '../telemetry/proc.js';
-import { AGENT_STREAMS_PER_CONNECTION, measurePoolerSessions } from './held-sessions.js';
+import { holdSessions } from './held-sessions.js';
 import type { HeldSessions } from './held-sessions.js';
 
 export interface ConnectBenchOptions {
@@ -63,6 +63,8 @@ const byFirstRowPath = (f: (p: FirstRowPath) => number): Record<FirstRowPath, nu
 const HOLD_CONCURRENCY = 100;
 const HOLD_DEADLINE_MS = 180_000;
 const mb = (bytes: number): number => bytes / 2 ** 20;
+/** (c): streams per QUIC connection for the agent (the daemon's quic.max_streams_per_connection must allow it). */
+const AGENT_STREAMS_PER_CONNECTION = 1_000;
 
 /** An agent on loopback for `run`; `warm`: its QUIC connection opened before the first client comes. */
 async function withAgent<T>(
@@ -233,13 +235,12 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       });
     }
 
-    // (c) sessions held open.
+    // (c) sessions held open: each side on a fresh daemon of its own (neither inherits the other's
+    // heap or sockets), on loopback without the WAN (what the pooler holds per session does not
+    // depend on the path).
     let heldRuns = 0;
-    const footprint = await measurePoolerSessions({
-      sessions: o.sessions,
-      concurrency: HOLD_CONCURRENCY,
-      deadlineMs: HOLD_DEADLINE_MS,
-      startPooler: () => startDaemon(daemon(join(stateDir, `held-${++heldRuns}`), {
+    const onFreshPooler = async (run: (pooler: RunningDaemon) => Promise<HeldSessions>): Promise<HeldSessions> => {
+      const fresh = await startDaemon(daemon(join(stateDir, `held-${++heldRuns}`), {
         settings: {
           tls: { client_ca_file: clientCaFile },
           // N logins at once on a busy 2-core machine take a while (max_client_connections: the
@@ -248,11 +249,29 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
           pool: { query_wait_timeout_ms: HOLD_DEADLINE_MS },
           quic: { max_streams_per_connection: AGENT_STREAMS_PER_CONNECTION },
         },
-      })),
-      scram,
-      certLogin,
-      agentCert: cert,
-    }, log);
+      }));
+      try {
+        return await run(fresh);
+      } finally {
+        await fresh.stop();
+      }
+    };
+    const hold = (pid: number, client: pg.ClientConfig): Promise<HeldSessions> =>
+      holdSessions({ poolerPid: pid, count: o.sessions, concurrency: HOLD_CONCURRENCY, deadlineMs: HOLD_DEADLINE_MS, client });
+    // The agent's defaults (4 x 100 streams, 100 waiting) are for one machine's clients; here N at once.
+    const agentQuic = { maxConnections: Math.max(1, Math.ceil(o.sessions / AGENT_STREAMS_PER_CONNECTION)) + 1, streamsPerConnection: AGENT_STREAMS_PER_CONNECTION };
+    const footprint = {
+      tcpTls: await onFreshPooler((p) => {
+        log(`(c) ${o.sessions} sessions held open, TCP+TLS+SCRAM straight to a fresh daemon (pid ${p.pid}) ...`);
+        return hold(p.pid, { ...scram, host: p.host, port: p.tcpPort, ssl: { ca: p.caPem, servername: 'localhost', rejectUnauthorized: true } });
+      }),
+      agent: await onFreshPooler((p) => {
+        log(`(c) ${o.sessions} sessions held open through the agent (QUIC, certificate auth) to a fresh daemon (pid ${p.pid}) ...`);
+        const sessions = { endpoints: [`${p.host}:${quicPortOf(p)}`], ca: p.caPem, serverName: 'localhost', ...cert, minConnections: 1, ...agentQuic };
+        const limits = { maxWaiting: HOLD_CONCURRENCY, queueTimeoutMs: HOLD_DEADLINE_MS };
+        return withAgent(sessions, limits, true, (port) => hold(p.pid, local(certLogin, port)));
+      }),
+    };
 
     const wanText = `WAN ${o.oneWayMs} ms each way, ${path.mode === 'packet' ? 'the packet path' : 'the user-space relay'}`;
     const out = ['', `bench:connect — ${wanText}; measured RTT ${rttMs.toFixed(1)} ms`, '', `(b) first row of a new local session (median of ${o.trials})`];
@@ -287,7 +306,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     out.push(held('RSS (/proc/PID/status VmRSS)', (s) => `${mb(s.held.rssBytes).toFixed(1)} MiB`));
     out.push(held('before the first session: fds / sockets / RSS', (s) => `${s.before.fds} / ${s.before.sockets} / ${mb(s.before.rssBytes).toFixed(0)} MiB`));
     out.push(held(`time to open the ${o.sessions} (connect + select 1, ${HOLD_CONCURRENCY} at once)`, (s) => `${(s.openMs / 1000).toFixed(1)} s`));
-    out.push(`    clients: node-postgres; the agent in this process with ${footprint.agentQuic.maxConnections} QUIC connections x ${footprint.agentQuic.streamsPerConnection} streams allowed`);
+    out.push(`    clients: node-postgres; the agent in this process with ${agentQuic.maxConnections} QUIC connections x ${agentQuic.streamsPerConnection} streams allowed`);
     process.stdout.write(`${out.join('\n')}\n`);
     if (o.json) {
       const sides = <T>(f: (s: HeldSessions) => T): { tcpTls: T; agent: T } => ({ tcpTls: f(footprint.tcpTls), agent: f(footprint.agent) });

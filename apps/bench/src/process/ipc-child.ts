@@ -35,7 +35,6 @@ export class IpcChild<To extends Message, From extends Message> {
     });
   }
 
-  /** Sends `{ t: 'exit' }` and waits for the child to go (SIGKILL after 5 s). */
   async exit(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = once(this.child, 'exit');

@@ -22,7 +22,7 @@ export interface WorkerProcess<T> {
 }
 
 export interface WorkerSpawn<T> {
-  /** Used in error messages ("<name> did not start within ..."). */
+  /** For error messages. */
   readonly name: string;
   /** The program; default this Node (process.execPath). */
   readonly command?: string;
@@ -32,7 +32,7 @@ export interface WorkerSpawn<T> {
   readonly startTimeoutMs: number;
   /** 'inherit' (default): the child's stderr is ours; 'capture': kept (its tail) for error messages. */
   readonly stderr?: 'inherit' | 'capture';
-  /** Where the ready line comes: 'stdout' (default), or 'stderr' for programs that log there (PgBouncer); then stderr is captured too. */
+  /** Where the ready line comes: 'stdout' (default), or 'stderr' (PgBouncer logs there; then stderr is captured too). */
   readonly readyOn?: 'stdout' | 'stderr';
   /** Every stdout line after the ready line (e.g. stats the helper prints on request). */
   readonly onLine?: (line: string) => void;
