@@ -1,4 +1,4 @@
-// (a) Cold start to first row through the WAN emulator: a client that has nothing open sends
+// (a) Cold start to first row across the WAN path: a client that has nothing open sends
 // `select 1` and waits for its row, over TCP+TLS (TCP handshake, SSLRequest, TLS, StartupMessage,
 // query), a fresh QUIC connection (full handshake) and a QUIC connection resumed with a session
 // ticket (0-RTT). Counted in ms and in round trips of the path's measured RTT.

@@ -2,8 +2,9 @@
 // `warmup` connected pg.Clients, samples, opens the rest up to `sessions`, samples again; the
 // difference divided by the added sessions is the marginal cost of one idle session: RSS, kernel
 // socket buffer memory (/proc/net/sockstat `mem`, TCP or UDP), sockets and file descriptors.
-// Measured straight against the pooler (no WAN emulator: an idle session's cost does not depend
-// on the path's delay, and the emulator's own sockets would count in the system-wide sockstat).
+// Measured straight against the pooler, not across the WAN (an idle session's cost does not depend
+// on the path's delay, and a relay's own sockets would count in sockstat): on the packet path the
+// worker runs in the daemon's namespace, so both ends of each session count there, as on loopback.
 import pg from 'pg';
 import { QuicClient, SessionManager } from '@quicpool/client';
 import { IDLE_FLAG } from '../commands/worker-flags.js';

@@ -6,7 +6,6 @@ import type { SessionManager } from '@quicpool/client';
 import { SOAK_ROLE } from './stack.js';
 
 export type FaultKind = 'backend-kill' | 'stream-reset' | 'connection-drop';
-export const FAULT_KINDS: readonly FaultKind[] = ['backend-kill', 'stream-reset', 'connection-drop'];
 
 export class FaultInjector {
   readonly injected: Record<FaultKind, number> = { 'backend-kill': 0, 'stream-reset': 0, 'connection-drop': 0 };
@@ -32,10 +31,10 @@ export class FaultInjector {
 
   /** Injects the next fault in turn (QUIC faults are skipped without QUIC sessions). */
   async next(): Promise<FaultKind | null> {
-    const kinds = this.sessions === null ? FAULT_KINDS.filter((k) => k === 'backend-kill') : FAULT_KINDS;
-    const kind = kinds[this.turn++ % kinds.length]!;
+    const kinds = Object.keys(this.inject) as FaultKind[];
+    const kind = this.sessions === null ? 'backend-kill' : kinds[this.turn++ % kinds.length]!;
     this.lastAt = performance.now();
-    const hit = await this.inject(kind);
+    const hit = await this.inject[kind]();
     this.lastAt = performance.now();
     if (!hit) {
       this.missed++;
@@ -45,36 +44,31 @@ export class FaultInjector {
     return kind;
   }
 
-  private async inject(kind: FaultKind): Promise<boolean> {
-    switch (kind) {
-      case 'backend-kill': {
-        const r = await this.monitor.query<{ ok: boolean }>(
-          `select pg_terminate_backend(pid) as ok from pg_stat_activity where usename = $1 and backend_type = 'client backend' order by random() limit 1`,
-          [SOAK_ROLE]);
-        return r.rows[0]?.ok === true;
-      }
-      case 'stream-reset': {
-        for (const c of this.sessions?.connections() ?? []) {
-          const streams = [...c.streams.values()];
-          const victim = streams[Math.floor(Math.random() * streams.length)];
-          if (victim !== undefined) {
-            victim.destroy(new Error('soak: stream reset'));
-            return true;
-          }
+  /** The faults, taken in this order; each resolves to whether it found something to hit. */
+  private readonly inject: Record<FaultKind, () => Promise<boolean>> = {
+    'backend-kill': async () => {
+      const r = await this.monitor.query<{ ok: boolean }>(
+        `select pg_terminate_backend(pid) as ok from pg_stat_activity where usename = $1 and backend_type = 'client backend' order by random() limit 1`,
+        [SOAK_ROLE]);
+      return r.rows[0]?.ok === true;
+    },
+    'stream-reset': async () => {
+      for (const c of this.sessions?.connections() ?? []) {
+        const streams = [...c.streams.values()];
+        const victim = streams[Math.floor(Math.random() * streams.length)];
+        if (victim !== undefined) {
+          victim.destroy(new Error('soak: stream reset'));
+          return true;
         }
-        return false;
       }
-      case 'connection-drop': {
-        const conns = this.sessions?.connections() ?? [];
-        const victim = conns[Math.floor(Math.random() * conns.length)];
-        if (victim === undefined) return false;
-        await victim.close({ graceful: false, reason: 'soak: connection dropped' });
-        return true;
-      }
-      default: {
-        const never: never = kind;
-        throw new Error(`unknown fault ${String(never)}`);
-      }
-    }
-  }
+      return false;
+    },
+    'connection-drop': async () => {
+      const conns = this.sessions?.connections() ?? [];
+      const victim = conns[Math.floor(Math.random() * conns.length)];
+      if (victim === undefined) return false;
+      await victim.close({ graceful: false, reason: 'soak: connection dropped' });
+      return true;
+    },
+  };
 }

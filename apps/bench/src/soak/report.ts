@@ -1,5 +1,7 @@
 // Printing a soak: one line per minute while it runs, a summary table at the end, and with --json
 // one JSON object as the last line.
+import type { PathFacts } from '../scenarios/types.js';
+import type { FaultInjector } from './faults.js';
 import type { SoakCounters } from './workload.js';
 import type { SoakSample, SoakVerdict } from './verdict.js';
 
@@ -20,31 +22,40 @@ export function minuteLine(s: SoakSample, faults: number, qps: number): string {
   ].join('  ');
 }
 
-export interface SoakSummary {
-  readonly minutes: number;
-  readonly samples: number;
-  readonly rssStartMb: number;
-  readonly rssEndMb: number;
-  readonly rssMaxMb: number;
-  readonly heapStartMb: number;
-  readonly heapEndMb: number;
-  readonly queries: number;
-  readonly byKind: SoakCounters['byKind'];
-  readonly errors: number;
-  readonly unexpectedErrors: number;
-  readonly mismatches: number;
-  readonly faults: Record<string, number>;
-  readonly faultsMissed: number;
-  readonly backendsMax: number;
-  readonly streamsMax: number;
-  readonly clientsMax: number;
-  readonly wanMeasuredRttMs: number | null;
-  readonly udpLost: number;
-  readonly verdict: SoakVerdict;
-  readonly lastUnexpectedErrors: readonly string[];
+/** The figures of a finished soak: its summary table and its JSON line. */
+export function soakSummary(
+  minutes: number, samples: readonly SoakSample[], counters: SoakCounters, faults: FaultInjector, verdict: SoakVerdict, wan: PathFacts,
+) {
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  const mb1 = (x: number | undefined): number => Number((x ?? 0).toFixed(1));
+  const peak = (get: (s: SoakSample) => number): number => Math.max(0, ...samples.map(get));
+  return {
+    minutes,
+    samples: samples.length,
+    rssStartMb: mb1(first?.rssMb),
+    rssEndMb: mb1(last?.rssMb),
+    rssMaxMb: mb1(peak((s) => s.rssMb)),
+    heapStartMb: mb1(first?.heapUsedMb),
+    heapEndMb: mb1(last?.heapUsedMb),
+    queries: counters.queries,
+    byKind: counters.byKind,
+    errors: counters.errors,
+    unexpectedErrors: counters.unexpectedErrors,
+    mismatches: counters.mismatches,
+    faults: faults.injected,
+    faultsMissed: faults.missed,
+    backendsMax: peak((s) => s.backends),
+    streamsMax: peak((s) => s.streams),
+    clientsMax: peak((s) => s.clients),
+    wanMeasuredRttMs: wan.rttMs,
+    udpLost: wan.randomDrops === null ? 0 : wan.randomDrops[0] + wan.randomDrops[1],
+    verdict,
+    lastUnexpectedErrors: counters.lastUnexpected,
+  };
 }
 
-export function summaryTable(s: SoakSummary): string {
+export function summaryTable(s: ReturnType<typeof soakSummary>): string {
   const rows: [string, string][] = [
     ['duration', `${s.minutes} min, ${s.samples} samples`],
     ['RSS start -> end (max)', `${mb(s.rssStartMb)} -> ${mb(s.rssEndMb)} (${mb(s.rssMaxMb)})`],

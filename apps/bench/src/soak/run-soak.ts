@@ -9,13 +9,12 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { QuicPool } from '@quicpool/client';
 import type { SoakOptions } from './options.js';
-import { countBackends, QUIC_IDLE_MS, startSoakStack } from './stack.js';
+import { QUIC_IDLE_MS, startSoakStack } from './stack.js';
 import { newCounters, soakWorker } from './workload.js';
 import { FaultInjector } from './faults.js';
 import { judgeSoak } from './verdict.js';
 import type { SoakSample } from './verdict.js';
-import { minuteLine, summaryTable } from './report.js';
-import type { SoakSummary } from './report.js';
+import { minuteLine, soakSummary, summaryTable } from './report.js';
 
 export async function runSoak(o: SoakOptions): Promise<number> {
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -46,29 +45,15 @@ export async function runSoak(o: SoakOptions): Promise<number> {
   log(`soak: ${o.minutes} min, ${o.tcpSessions} TCP + ${o.quicSessions} QUIC sessions, pool ${o.poolSize}, WAN ${o.delayMs} ms one-way, UDP loss ${o.loss}, `
     + `a fault every ${o.faultEverySeconds || '-'} s; Postgres ${stack.pg.info.serverVersion} on ${stack.pg.info.port}`);
   const started = performance.now();
+  const load = { counters, stopped: () => stopped, faultRecent: () => faults.recent() };
   const workers = [
-    ...Array.from({ length: o.tcpSessions }, (_, i) => soakWorker({ pool: tcpPool, worker: i, counters, stopped: () => stopped, faultRecent: () => faults.recent() })),
-    ...(quicPool === null ? [] : Array.from({ length: o.quicSessions }, (_, i) =>
-      soakWorker({ pool: quicPool, worker: 1000 + i, counters, stopped: () => stopped, faultRecent: () => faults.recent() }))),
+    ...Array.from({ length: o.tcpSessions }, (_, i) => soakWorker(tcpPool, i, load)),
+    ...(quicPool === null ? [] : Array.from({ length: o.quicSessions }, (_, i) => soakWorker(quicPool, 1000 + i, load))),
   ];
 
   const samples: SoakSample[] = [];
   const sample = async (): Promise<SoakSample> => {
-    const m = process.memoryUsage();
-    const daemon = await stack.daemonCounts();
-    const s: SoakSample = {
-      t: (performance.now() - started) / 1000,
-      // The client library here and the daemon: what a leak in either would grow.
-      rssMb: (m.rss + daemon.rssBytes) / 2 ** 20,
-      heapUsedMb: m.heapUsed / 2 ** 20,
-      streams: daemon.streams,
-      backends: await countBackends(stack.monitor),
-      clients: daemon.clients,
-      queries: counters.queries,
-      errors: counters.errors,
-      unexpectedErrors: counters.unexpectedErrors,
-      mismatches: counters.mismatches,
-    };
+    const s = await stack.sample(started, counters);
     samples.push(s);
     return s;
   };
@@ -80,6 +65,11 @@ export async function runSoak(o: SoakOptions): Promise<number> {
   let nextPrint = started + printEvery;
   let printedQueries = 0;
   let printedAt = started;
+  const print = (s: SoakSample, now: number): void => {
+    log(minuteLine(s, faults.total, ((s.queries - printedQueries) * 1000) / (now - printedAt)));
+    printedQueries = s.queries;
+    printedAt = now;
+  };
   while (!stopped && performance.now() < endAt) {
     const now = performance.now();
     if (now >= nextFault) {
@@ -91,53 +81,23 @@ export async function runSoak(o: SoakOptions): Promise<number> {
       const s = await sample();
       if (now >= nextPrint - 1) {
         nextPrint += printEvery;
-        log(minuteLine(s, faults.total, ((s.queries - printedQueries) * 1000) / (now - printedAt)));
-        printedQueries = s.queries;
-        printedAt = now;
+        print(s, now);
       }
     }
     await new Promise((r) => setTimeout(r, Math.max(10, Math.min(nextFault, nextSample, endAt) - performance.now())));
   }
   // The closing sample (and line), unless the last one was just taken.
   const tail = samples[samples.length - 1];
-  if (tail === undefined || performance.now() - started - tail.t * 1000 > 1000) {
-    const s = await sample();
-    log(minuteLine(s, faults.total, ((s.queries - printedQueries) * 1000) / (performance.now() - printedAt)));
-  }
+  if (tail === undefined || performance.now() - started - tail.t * 1000 > 1000) print(await sample(), performance.now());
   stopped = true;
   await Promise.all(workers);
   const verdict = judgeSoak(samples, { poolSize: o.poolSize, sessions: o.tcpSessions + o.quicSessions });
   await tcpPool.end();
   await quicPool?.end();
   const wan = await stack.path.facts();
-  const udpLost = wan.randomDrops === null ? 0 : wan.randomDrops[0] + wan.randomDrops[1];
   await stack.close();
-
-  const first = samples[0];
-  const last = samples[samples.length - 1];
-  const summary: SoakSummary = {
-    minutes: Number(((performance.now() - started) / 60_000).toFixed(2)),
-    samples: samples.length,
-    rssStartMb: Number((first?.rssMb ?? 0).toFixed(1)),
-    rssEndMb: Number((last?.rssMb ?? 0).toFixed(1)),
-    rssMaxMb: Number(Math.max(0, ...samples.map((s) => s.rssMb)).toFixed(1)),
-    heapStartMb: Number((first?.heapUsedMb ?? 0).toFixed(1)),
-    heapEndMb: Number((last?.heapUsedMb ?? 0).toFixed(1)),
-    queries: counters.queries,
-    byKind: counters.byKind,
-    errors: counters.errors,
-    unexpectedErrors: counters.unexpectedErrors,
-    mismatches: counters.mismatches,
-    faults: faults.injected,
-    faultsMissed: faults.missed,
-    backendsMax: Math.max(0, ...samples.map((s) => s.backends)),
-    streamsMax: Math.max(0, ...samples.map((s) => s.streams)),
-    clientsMax: Math.max(0, ...samples.map((s) => s.clients)),
-    wanMeasuredRttMs: wan.rttMs,
-    udpLost,
-    verdict,
-    lastUnexpectedErrors: counters.lastUnexpected,
-  };
+  const minutes = Number(((performance.now() - started) / 60_000).toFixed(2));
+  const summary = soakSummary(minutes, samples, counters, faults, verdict, wan);
   log('');
   log(summaryTable(summary));
   for (const e of counters.lastUnexpected) log(`  unexpected: ${e}`);

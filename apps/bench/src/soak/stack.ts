@@ -5,40 +5,28 @@
 // The daemon's own counts (client sessions, open QUIC streams) come from its admin console.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres } from '@quicpool/pg-fixture';
-import type { PostgresServer } from '@quicpool/pg-fixture';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
-import type { PathMode, VariantPath } from '../stack/wan-path.js';
+import type { PathMode } from '../stack/wan-path.js';
 import { readProcSample } from '../telemetry/proc.js';
+import type { SoakCounters } from './workload.js';
 
 export const SOAK_ROLE = 'soak_load';
 export const SOAK_TABLE = 'soak_rows';
 /** The daemon's QUIC idle timeout: bounds how long a dropped connection's sessions linger. */
 export const QUIC_IDLE_MS = 5_000;
 
-export interface SoakStack {
-  readonly pg: PostgresServer;
-  readonly path: VariantPath;
-  /** Where this process reaches the daemon's TCP and QUIC ports: across the path. */
-  readonly tcp: { readonly host: string; readonly port: number };
-  readonly quic: { readonly host: string; readonly port: number };
-  readonly login: { readonly user: string; readonly password: string; readonly database: string };
-  readonly caPem: string;
-  /** A direct superuser connection (no pooler, no WAN) for counting and killing backends. */
-  readonly monitor: pg.Client;
-  /** The daemon's client sessions (SHOW CLIENTS, this console's own session not counted), open QUIC streams (SHOW QUIC) and RSS. */
-  daemonCounts(): Promise<{ clients: number; streams: number; rssBytes: number }>;
-  close(): Promise<void>;
-}
+export type SoakStack = Awaited<ReturnType<typeof startSoakStack>>;
 
 export async function startSoakStack(
   o: { poolSize: number; delayMs: number; loss: number; path: PathMode | 'auto' },
   log: (line: string) => void,
-): Promise<SoakStack> {
+) {
   const server = await startPostgres();
   const password = randomBytes(12).toString('hex');
   const monitor = new pg.Client({ host: server.info.host, port: server.info.port, database: server.info.database, user: server.info.user, password: server.info.password });
@@ -67,12 +55,37 @@ export async function startSoakStack(
   const quic = await path.endpoint('udp', quicPortOf(daemon));
   log(`WAN: ${(await path.facts()).description}`);
   return {
+    // tcp, quic: where this process reaches the daemon's ports, across the path. monitor: a direct
+    // superuser connection (no pooler, no WAN) for counting and killing backends.
     pg: server, path, tcp, quic, caPem: daemon.caPem, monitor,
     login: { user: SOAK_ROLE, password, database: server.info.database },
-    daemonCounts: async () => {
+    /** One sample of the soak: `started`, when the load started (performance.now()); `counters`, the load's. */
+    sample: async (started: number, counters: SoakCounters) => {
+      const memory = process.memoryUsage();
       const clients = await admin.query('SHOW CLIENTS');
-      const quic = await admin.query<{ streams: string | number }>('SHOW QUIC');
-      return { clients: Math.max(0, clients.rows.length - 1), streams: quic.rows.reduce((n, r) => n + Number(r.streams), 0), rssBytes: readProcSample(daemon.pid)?.rssBytes ?? 0 };
+      const quicStreams = await admin.query<{ streams: string | number }>('SHOW QUIC');
+      const daemonRssBytes = readProcSample(daemon.pid)?.rssBytes ?? 0;
+      const t = (performance.now() - started) / 1000;
+      const backends = await monitor.query<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity where usename = $1 and backend_type = 'client backend'`, [SOAK_ROLE]);
+      return {
+        /** Seconds since the load started. */
+        t,
+        /** The client library here and the daemon: what a leak in either would grow. */
+        rssMb: (memory.rss + daemonRssBytes) / 2 ** 20,
+        heapUsedMb: memory.heapUsed / 2 ** 20,
+        /** QUIC streams open at the daemon's listener. */
+        streams: quicStreams.rows.reduce((n, r) => n + Number(r.streams), 0),
+        /** Backends of the soak role in pg_stat_activity. */
+        backends: backends.rows[0]?.n ?? 0,
+        /** Client sessions open in the daemon (this console's own not counted). */
+        clients: Math.max(0, clients.rows.length - 1),
+        /** Cumulative counts. */
+        queries: counters.queries,
+        errors: counters.errors,
+        unexpectedErrors: counters.unexpectedErrors,
+        mismatches: counters.mismatches,
+      };
     },
     close: async () => {
       await admin.end().catch(() => undefined);
@@ -83,10 +96,4 @@ export async function startSoakStack(
       rmSync(stateDir, { recursive: true, force: true });
     },
   };
-}
-
-/** The soak role's backends as Postgres sees them. */
-export async function countBackends(monitor: pg.Client): Promise<number> {
-  const r = await monitor.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where usename = $1 and backend_type = 'client backend'`, [SOAK_ROLE]);
-  return r.rows[0]?.n ?? 0;
 }

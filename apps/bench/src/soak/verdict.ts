@@ -1,62 +1,22 @@
 // Did anything grow without bound? The samples of a soak run are split in thirds; the last third
 // is compared with the first (the middle one separates them, so start-up and a slow ramp do not
 // count as growth). Pure: takes samples, returns findings.
+import type { SoakStack } from './stack.js';
 
-export interface SoakSample {
-  /** Seconds since the load started. */
-  readonly t: number;
-  readonly rssMb: number;
-  readonly heapUsedMb: number;
-  /** QUIC streams open at the pooler's listener. */
-  readonly streams: number;
-  /** Backends of the soak role in pg_stat_activity. */
-  readonly backends: number;
-  /** Client sessions open in the pooler. */
-  readonly clients: number;
-  /** Cumulative counts. */
-  readonly queries: number;
-  readonly errors: number;
-  readonly unexpectedErrors: number;
-  readonly mismatches: number;
-}
+export type SoakSample = Awaited<ReturnType<SoakStack['sample']>>;
+export type SoakVerdict = ReturnType<typeof judgeSoak>;
 
-export interface SoakLimits {
-  /** Most backends the pool may hold. */
-  readonly poolSize: number;
-  /** Most client sessions the load opens (TCP + QUIC). */
-  readonly sessions: number;
-}
-
-export interface ThirdFigures {
-  readonly rssMbMean: number;
-  /** The lowest heap seen: what survives garbage collection. */
-  readonly heapUsedMbMin: number;
-  readonly streamsMax: number;
-  readonly backendsMax: number;
-  readonly clientsMax: number;
-  readonly queriesPerSecond: number;
-  readonly errorsPerMinute: number;
-}
-
-export interface SoakVerdict {
-  readonly ok: boolean;
-  readonly failures: string[];
-  readonly first: ThirdFigures | null;
-  readonly last: ThirdFigures | null;
-}
-
-/**
- * RSS may grow by 25% + 32 MB, the heap floor by 50% + 16 MB, the error rate double (+6/min), and
- * throughput may fall to a quarter, between the first and last third.
- */
+// Between the first and last third, RSS may grow by 25% + 32 MB, the heap floor by 50% + 16 MB,
+// the error rate double (+6/min), and throughput may fall to a quarter.
 export const TOLERANCE = { rssRatio: 1.25, rssMb: 32, heapRatio: 1.5, heapMb: 16, errorRateRatio: 2, errorsPerMinute: 6, unexpectedShare: 0.001, throughputFloor: 0.25 } as const;
 
-function figures(samples: readonly SoakSample[], before: SoakSample | undefined): ThirdFigures {
+function figures(samples: readonly SoakSample[], before: SoakSample | undefined) {
   const first = before ?? samples[0]!;
   const last = samples[samples.length - 1]!;
   const seconds = Math.max(1e-9, last.t - first.t);
   return {
     rssMbMean: samples.reduce((s, x) => s + x.rssMb, 0) / samples.length,
+    /** The lowest heap seen: what survives garbage collection. */
     heapUsedMbMin: Math.min(...samples.map((x) => x.heapUsedMb)),
     streamsMax: Math.max(...samples.map((x) => x.streams)),
     backendsMax: Math.max(...samples.map((x) => x.backends)),
@@ -66,17 +26,16 @@ function figures(samples: readonly SoakSample[], before: SoakSample | undefined)
   };
 }
 
-export function judgeSoak(samples: readonly SoakSample[], limits: SoakLimits): SoakVerdict {
+/** `poolSize`: most backends the pool may hold; `sessions`: most client sessions the load opens (TCP + QUIC). */
+export function judgeSoak(samples: readonly SoakSample[], limits: { poolSize: number; sessions: number }) {
   const failures: string[] = [];
   const end = samples[samples.length - 1];
   if (end === undefined || samples.length < 6) {
     return { ok: false, failures: [`too few samples (${samples.length}) to judge growth: run longer or sample more often`], first: null, last: null };
   }
   const third = Math.floor(samples.length / 3);
-  const firstThird = samples.slice(0, third);
-  const lastThird = samples.slice(samples.length - third);
-  const first = figures(firstThird, undefined);
-  const last = figures(lastThird, samples[samples.length - third - 1]);
+  const first = figures(samples.slice(0, third), undefined);
+  const last = figures(samples.slice(samples.length - third), samples[samples.length - third - 1]);
 
   if (last.rssMbMean > first.rssMbMean * TOLERANCE.rssRatio + TOLERANCE.rssMb) {
     failures.push(`RSS grew: ${first.rssMbMean.toFixed(1)} MB -> ${last.rssMbMean.toFixed(1)} MB (mean of first vs last third)`);

@@ -10,20 +10,20 @@ import { SOAK_TABLE } from './stack.js';
 export type QueryKind = 'simple' | 'extended' | 'prepared' | 'transaction';
 export const QUERY_KINDS: readonly QueryKind[] = ['simple', 'extended', 'prepared', 'transaction'];
 
-export interface SoakCounters {
-  queries: number;
-  errors: number;
-  /** Errors while no fault was recent. */
-  unexpectedErrors: number;
-  /** Answers whose checksum, row count or session state was wrong. */
-  mismatches: number;
-  readonly byKind: Record<QueryKind, number>;
-  /** The last few unexpected errors (for the report), bounded. */
-  readonly lastUnexpected: string[];
-}
+export type SoakCounters = ReturnType<typeof newCounters>;
 
-export function newCounters(): SoakCounters {
-  return { queries: 0, errors: 0, unexpectedErrors: 0, mismatches: 0, byKind: { simple: 0, extended: 0, prepared: 0, transaction: 0 }, lastUnexpected: [] };
+export function newCounters() {
+  return {
+    queries: 0,
+    errors: 0,
+    /** Errors while no fault was recent. */
+    unexpectedErrors: 0,
+    /** Answers whose checksum, row count or session state was wrong. */
+    mismatches: 0,
+    byKind: { simple: 0, extended: 0, prepared: 0, transaction: 0 } satisfies Record<QueryKind, number>,
+    /** The last few unexpected errors (for the report), bounded. */
+    lastUnexpected: [] as string[],
+  };
 }
 
 const md5 = (s: string): string => createHash('md5').update(s).digest('hex');
@@ -76,30 +76,23 @@ async function runOne(pool: pg.Pool, kind: QueryKind, worker: number, n: number)
   }
 }
 
-export interface WorkerContext {
-  readonly pool: pg.Pool;
-  readonly worker: number;
-  readonly counters: SoakCounters;
-  readonly stopped: () => boolean;
-  /** True shortly after an injected fault: errors then are expected. */
-  readonly faultRecent: () => boolean;
-}
-
-export async function soakWorker(ctx: WorkerContext): Promise<void> {
-  for (let n = 0; !ctx.stopped(); n++) {
+/** One worker's loop until `stopped()`; `faultRecent()` is true shortly after an injected fault, when errors are expected. */
+export async function soakWorker(pool: pg.Pool, worker: number, load: { counters: SoakCounters; stopped(): boolean; faultRecent(): boolean }): Promise<void> {
+  const { counters, stopped, faultRecent } = load;
+  for (let n = 0; !stopped(); n++) {
     const kind = QUERY_KINDS[n % QUERY_KINDS.length]!;
     try {
-      const ok = await runOne(ctx.pool, kind, ctx.worker, n);
-      ctx.counters.queries++;
-      ctx.counters.byKind[kind]++;
-      if (!ok) ctx.counters.mismatches++;
+      const ok = await runOne(pool, kind, worker, n);
+      counters.queries++;
+      counters.byKind[kind]++;
+      if (!ok) counters.mismatches++;
     } catch (e) {
-      ctx.counters.errors++;
-      if (!ctx.faultRecent()) {
-        ctx.counters.unexpectedErrors++;
+      counters.errors++;
+      if (!faultRecent()) {
+        counters.unexpectedErrors++;
         const err = e as Error & { code?: string };
-        ctx.counters.lastUnexpected.push(`${kind}: ${err.code ?? ''} ${err.message}`.slice(0, 200));
-        if (ctx.counters.lastUnexpected.length > 5) ctx.counters.lastUnexpected.shift();
+        counters.lastUnexpected.push(`${kind}: ${err.code ?? ''} ${err.message}`.slice(0, 200));
+        if (counters.lastUnexpected.length > 5) counters.lastUnexpected.shift();
       }
       await new Promise((r) => setTimeout(r, 50)); // let the pool replace the broken session
     }

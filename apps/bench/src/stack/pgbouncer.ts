@@ -5,7 +5,7 @@
 // `clientTls` it requires TLS of its clients (client_tls_sslmode = require) with that certificate,
 // as the quicpool daemon does over TCP in the WAN scenarios.
 import { spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, resolveRunAs } from '@quicpool/pg-fixture';
@@ -23,12 +23,7 @@ export interface PgbouncerOptions {
   readonly clientTls?: { readonly certPem: string; readonly keyPem: string };
 }
 
-export interface RunningPgbouncer {
-  readonly port: number;
-  readonly pid: number;
-  readonly version: string;
-  stop(): Promise<void>;
-}
+export type RunningPgbouncer = Awaited<ReturnType<typeof startPgbouncer>>;
 
 /** The pgbouncer binary, or null when it is not installed. */
 export function findPgbouncer(): string | null {
@@ -39,19 +34,17 @@ export function findPgbouncer(): string | null {
   return null;
 }
 
-export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<RunningPgbouncer> {
+export async function startPgbouncer(bin: string, o: PgbouncerOptions) {
   const runAs = resolveRunAs(); // null unless we are root
   const dir = mkdtempSync(join(tmpdir(), 'quicpool-pgbouncer-'));
   const host = o.listenHost ?? '127.0.0.1';
   const port = await freePort(host);
   const q = (s: string) => `"${s.replace(/"/g, '""')}"`;
   writeFileSync(join(dir, 'userlist.txt'), `${q(o.user)} ${q(o.password)}\n`);
-  const files = ['', 'userlist.txt', 'pgbouncer.ini'];
   const tls: string[] = [];
   if (o.clientTls !== undefined) {
     writeFileSync(join(dir, 'server.pem'), o.clientTls.certPem);
     writeFileSync(join(dir, 'server.key'), o.clientTls.keyPem, { mode: 0o600 });
-    files.push('server.pem', 'server.key');
     tls.push('client_tls_sslmode = require', `client_tls_cert_file = ${join(dir, 'server.pem')}`, `client_tls_key_file = ${join(dir, 'server.key')}`);
   }
   writeFileSync(
@@ -77,7 +70,7 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<
       '',
     ].join('\n'),
   );
-  if (runAs !== null) for (const f of files) chownSync(join(dir, f), runAs.uid, runAs.gid);
+  if (runAs !== null) for (const f of ['', ...readdirSync(dir)]) chownSync(join(dir, f), runAs.uid, runAs.gid);
   const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0]?.trim() ?? 'pgbouncer';
   const ini = join(dir, 'pgbouncer.ini');
   const pidFile = join(dir, 'pgbouncer.pid');
@@ -102,21 +95,16 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions): Promise<
       async stop(): Promise<void> {
         await worker.stop();
         // runuser may be gone (SIGKILL after 5 s) while PgBouncer itself still runs, holding our pipes.
-        if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }

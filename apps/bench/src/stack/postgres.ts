@@ -4,16 +4,10 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 
-export interface PgTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  readonly password: string;
-  readonly database: string;
-}
+export type PgTarget = ReturnType<typeof pgTargetOf>;
 
 /** A postgresql:// URL as fields (defaults as libpq's). */
-export function pgTargetOf(url: string): PgTarget {
+export function pgTargetOf(url: string) {
   const u = new URL(url);
   const user = decodeURIComponent(u.username) || 'postgres';
   return {
@@ -25,17 +19,7 @@ export function pgTargetOf(url: string): PgTarget {
   };
 }
 
-/** The parent pid (field 4) from the text of /proc/<pid>/stat. */
-export function parseStatParent(stat: string): number | null {
-  const close = stat.lastIndexOf(')');
-  const ppid = Number(stat.slice(close + 2).split(' ')[1]);
-  return close < 0 || !Number.isInteger(ppid) ? null : ppid;
-}
-
-/**
- * The postmaster's pid: the parent of a backend we connect to. Null when Postgres runs elsewhere
- * (its backend's pid is not ours to read) or cannot be reached.
- */
+/** The postmaster's pid (a backend's parent); null when Postgres runs elsewhere (its backend's pid is not ours to read) or cannot be reached. */
 export async function postmasterPid(target: PgTarget): Promise<number | null> {
   const client = new pg.Client({ ...target });
   client.on('error', () => undefined);
@@ -44,8 +28,10 @@ export async function postmasterPid(target: PgTarget): Promise<number | null> {
     const r = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
     const backend = r.rows[0]?.pid;
     if (backend === undefined) return null;
-    const parent = parseStatParent(readFileSync(`/proc/${backend}/stat`, 'utf8'));
-    const comm = parent === null ? '' : readFileSync(`/proc/${parent}/comm`, 'utf8').trim();
+    // Its parent: field 4 of /proc/<pid>/stat, counted from the last ')' (the command name may hold spaces).
+    const stat = readFileSync(`/proc/${backend}/stat`, 'utf8');
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const comm = Number.isInteger(parent) ? readFileSync(`/proc/${parent}/comm`, 'utf8').trim() : '';
     return comm.startsWith('postgres') ? parent : null;
   } catch {
     return null;

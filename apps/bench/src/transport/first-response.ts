@@ -1,9 +1,7 @@
-// "First response" across a WAN: how many round trips a client waits from dialing a pooler it
-// has never talked to until its first response, against one that resumes a QUIC session with
-// 0-RTT (a stored ticket lets its request ride in the first flight). Counted in round trips of
-// the RTT measured on the same path, not the delay configured. Both ends live in this process,
-// so the WAN is the relay (the packet path's forwarder between UDP sockets, ../netpath/relay.ts):
-// for UDP it is the same delay, packet by packet, that the packet path applies.
+// "First response" across a WAN: round trips from dialing a pooler never talked to until its first
+// response, against one resumed with 0-RTT (a stored ticket lets the request ride in the first
+// flight), in RTTs measured on the same path. Both ends live in this process, so the WAN is the relay
+// (../netpath/relay.ts: for UDP the same delay, packet by packet, as the packet path's).
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { SessionStream } from '@quicpool/transport';
@@ -12,31 +10,23 @@ import { startRelay } from '../netpath/relay.js';
 import { echo } from './ping-stream.js';
 import { round2 } from '../report/round.js';
 
-export interface FirstResponseResult {
-  configuredOneWayMs: number;
-  /** Fresh/resumed pairs measured; the figures are medians over them. */
-  trials: number;
-  /** Median round trip measured with pings on an established stream through the relay. */
-  measuredRttMs: number;
-  fullMs: number;
-  zeroRttMs: number;
-  /** Times divided by the measured RTT. */
-  full: number;
-  zeroRtt: number;
-  /** Whether the server saw the resumed stream's first bytes as 0-RTT early data. */
-  serverSawEarlyData: boolean;
-}
+export type FirstResponseResult = Awaited<ReturnType<typeof measureFirstResponse>>;
 
 const PING = Buffer.from('ping');
 
-/** Writes a ping and resolves when its echo (4 bytes) has arrived. */
-async function ping(stream: SessionStream): Promise<void> {
+/** The upper middle value for an even count. */
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
+
+/** Writes a ping and resolves when its echo (4 bytes) has arrived: to the ms it took. */
+async function ping(stream: SessionStream): Promise<number> {
+  const started = performance.now();
   stream.write(PING);
   let got = 0;
   while (got < PING.length) {
     const [chunk] = (await once(stream, 'data')) as [Buffer];
     got += chunk.length;
   }
+  return performance.now() - started;
 }
 
 async function timeFirstResponse(dialer: QuicDialer): Promise<{ ms: number; stream: SessionStream }> {
@@ -53,11 +43,7 @@ async function trial(dial: (tickets: QuicTicketStore) => QuicDialer): Promise<{ 
   const fresh = dial(tickets);
   const full = await timeFirstResponse(fresh);
   const rtts: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    const started = performance.now();
-    await ping(full.stream);
-    rtts.push(performance.now() - started);
-  }
+  for (let i = 0; i < 10; i++) rtts.push(await ping(full.stream));
   // The ticket arrives after the handshake; wait for it (bounded) before leaving.
   for (let waited = 0; tickets.size === 0 && waited < 3000; waited += 20) await new Promise((r) => setTimeout(r, 20));
   if (tickets.size === 0) throw new Error('no session ticket received: 0-RTT cannot be measured');
@@ -68,13 +54,8 @@ async function trial(dial: (tickets: QuicTicketStore) => QuicDialer): Promise<{ 
   return { fullMs: full.ms, zeroRttMs: resumed.ms, rttMs: median(rtts) };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
-
 /** Runs `trials` fresh/resumed pairs through a relay at `oneWayMs` and reports medians. */
-export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<FirstResponseResult> {
+export async function measureFirstResponse(oneWayMs = 15, trials = 3) {
   const certs = await generateDevCertificates({ names: ['localhost'] });
   const earlyData: boolean[] = [];
   const listener = await QuicListener.listen({ cert: certs.certPem, key: certs.keyPem, host: '127.0.0.1', port: 0 });
@@ -93,13 +74,16 @@ export async function measureFirstResponse(oneWayMs = 15, trials = 3): Promise<F
     const zeroRttMs = median(results.map((r) => r.zeroRttMs));
     return {
       configuredOneWayMs: oneWayMs,
+      /** Fresh/resumed pairs measured; the figures are medians over them. */
       trials,
+      /** Round trip measured with pings on an established stream through the relay. */
       measuredRttMs: round2(rtt),
       fullMs: round2(fullMs),
       zeroRttMs: round2(zeroRttMs),
+      /** Times divided by the measured RTT. */
       full: round2(fullMs / rtt),
       zeroRtt: round2(zeroRttMs / rtt),
-      // Every resumed (second) stream of each trial must have arrived as early data.
+      // Whether the server saw every resumed (second) stream of each trial as 0-RTT early data.
       serverSawEarlyData: earlyData.length > 0 && earlyData.filter((_, i) => i % 2 === 1).every((early) => early),
     };
   } finally {

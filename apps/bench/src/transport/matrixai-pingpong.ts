@@ -63,13 +63,7 @@ async function matrixaiServer(config: PingPongConfig): Promise<Role> {
         },
       },
     },
-    config: {
-      key: config.keyPem ?? '',
-      cert: config.certPem ?? '',
-      verifyPeer: false,
-      applicationProtos: ALPN,
-      initialMaxStreamsBidi: SERVER_STREAM_LIMIT,
-    },
+    config: { key: config.keyPem ?? '', cert: config.certPem ?? '', verifyPeer: false, applicationProtos: ALPN, initialMaxStreamsBidi: SERVER_STREAM_LIMIT },
   });
   server.addEventListener(events.EventQUICServerError.name, () => {});
   server.addEventListener(events.EventQUICServerConnection.name, (event: Event) => {

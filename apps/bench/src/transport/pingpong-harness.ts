@@ -14,22 +14,7 @@ import { PingPongSide } from './pingpong-worker.js';
 import type { FromWorker, PingPongConfig, ToWorker, UdpCounters } from './pingpong-worker.js';
 import { quicRoles } from './quic-pingpong.js';
 
-export interface PingPongResult {
-  label: string;
-  roundTripsPerSec: number;
-  /** CPU time (user + system) per round trip, client process and server process. */
-  usPerRtClient: number;
-  usPerRtServer: number;
-  p50Us: number;
-  p99Us: number;
-  rssClientMB: number;
-  rssServerMB: number;
-  /** Datagrams both sides sent per round trip, when both count them (over UDP), else null. */
-  datagramsPerRt: number | null;
-  /** Send and receive system calls of both sides per round trip (our QUIC endpoint), else null. */
-  sendsPerRt: number | null;
-  recvsPerRt: number | null;
-}
+export type PingPongResult = Awaited<ReturnType<typeof runPingPong>>;
 
 export interface PingPongVariant {
   transport: 'tcp' | 'quic' | 'matrixai';
@@ -46,16 +31,8 @@ export function pingPongLabel(v: PingPongVariant): string {
   return `${v.transport} ${v.connections}x${v.streamsPerConnection}${v.udpIo === undefined ? '' : ` ${v.udpIo}`}`;
 }
 
-export interface PingPongOptions extends PingPongVariant {
-  durationMs: number;
-  warmupMs: number;
-  /** The built bench program: the forked sides run it. */
-  program: string;
-}
-
 /** The latencies our QUIC client keeps per window, in this process. */
 const CLIENT_SAMPLES = 2_000_000;
-const MB = 1024 * 1024;
 
 type Side = Pick<PingPongSide, 'init' | 'start' | 'stop' | 'exit'>;
 
@@ -70,7 +47,8 @@ function forked(program: string, args: readonly string[], execArgv?: readonly st
   };
 }
 
-export async function runPingPong(o: PingPongOptions): Promise<PingPongResult> {
+/** `program`: the built bench program, which the forked sides run. */
+export async function runPingPong(o: PingPongVariant & { durationMs: number; warmupMs: number; program: string }) {
   const { transport, connections, streamsPerConnection, udpIo } = o;
   if (transport === 'matrixai') assertBelowStreamLimit(streamsPerConnection);
   const certs = transport === 'tcp' ? null : await generateDevCertificates({ names: ['localhost'] });
@@ -106,12 +84,14 @@ export async function runPingPong(o: PingPongOptions): Promise<PingPongResult> {
     return {
       label: pingPongLabel(o),
       roundTripsPerSec: Math.round((c.roundTrips * 1000) / elapsedMs),
+      /** CPU time (user + system) per round trip, client process and server process. */
       usPerRtClient: round1(c.cpuUs / rts),
       usPerRtServer: round1(s.cpuUs / rts),
       p50Us: c.p50Us,
       p99Us: c.p99Us,
-      rssClientMB: Math.round(c.rssBytes / MB),
-      rssServerMB: Math.round(s.rssBytes / MB),
+      rssClientMB: Math.round(c.rssBytes / 2 ** 20),
+      rssServerMB: Math.round(s.rssBytes / 2 ** 20),
+      /** Datagrams, send and receive system calls of both sides per round trip, where both count them (else null). */
       datagramsPerRt: perRt((u) => u.datagramsOut),
       sendsPerRt: perRt((u) => u.sendCalls),
       recvsPerRt: perRt((u) => u.recvCalls),

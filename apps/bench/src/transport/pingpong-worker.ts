@@ -40,22 +40,12 @@ export interface Role {
 /** Starts a role; a client calls `onRoundTrip(ms)` for every completed request/response. */
 export type RoleFactory = (config: PingPongConfig, onRoundTrip: (latencyMs: number) => void) => Promise<Role>;
 
-export interface WindowReport {
-  cpuUs: number;
-  rssBytes: number;
-  roundTrips: number;
-  p50Us: number;
-  p99Us: number;
-  /** The role's UDP counters over the window, when it counts them. */
-  udp: UdpCounters | null;
-}
-
 export type ToWorker = { t: 'init'; role: string; config: PingPongConfig } | { t: 'start' } | { t: 'stop' } | { t: 'exit' };
 
 export type FromWorker =
   | { t: 'ready'; port: number }
   | { t: 'started' }
-  | ({ t: 'stopped' } & WindowReport)
+  | ({ t: 'stopped' } & Awaited<ReturnType<PingPongSide['stop']>>)
   | { t: 'failed'; message: string };
 
 const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
@@ -95,20 +85,17 @@ export class PingPongSide {
     this.cpuAtStart = process.cpuUsage();
   }
 
-  async stop(): Promise<WindowReport> {
+  async stop() {
     const cpu = process.cpuUsage(this.cpuAtStart);
     this.counting = false;
     const now = await this.role?.udpCounters?.();
     const then = this.udpAtStart;
-    const udp =
-      now === undefined || then === null
-        ? null
-        : {
-            datagramsOut: now.datagramsOut - then.datagramsOut,
-            sendCalls: since(now.sendCalls, then.sendCalls),
-            recvCalls: since(now.recvCalls, then.recvCalls),
-            io: now.io,
-          };
+    const udp = now === undefined || then === null ? null : {
+      datagramsOut: now.datagramsOut - then.datagramsOut,
+      sendCalls: since(now.sendCalls, then.sendCalls),
+      recvCalls: since(now.recvCalls, then.recvCalls),
+      io: now.io,
+    };
     const n = this.samples;
     const sorted = this.latencies.subarray(0, n).sort();
     const at = (q: number): number => (n === 0 ? 0 : (sorted[Math.min(n - 1, Math.floor(q * n))] ?? 0) * 1000);
@@ -118,6 +105,7 @@ export class PingPongSide {
       roundTrips: this.roundTrips,
       p50Us: Math.round(at(0.5)),
       p99Us: Math.round(at(0.99)),
+      /** The role's UDP counters over the window, when it counts them. */
       udp,
     };
   }
@@ -133,21 +121,17 @@ const MAX_SAMPLES = 1 << 20;
 /** The forked worker: plays the side its parent asks for over IPC. */
 export function runPingPongWorker(roles: Readonly<Record<string, RoleFactory>>): void {
   const side = new PingPongSide(roles, MAX_SAMPLES);
-  const send = (message: FromWorker): void => {
-    process.send?.(message);
-  };
+  const send = (message: FromWorker): void => void process.send?.(message);
   const fail = (error: unknown): void => send({ t: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+  const reply = (answer: Promise<FromWorker>): void => void answer.then(send, fail);
   process.on('message', (message: ToWorker) => {
     switch (message.t) {
       case 'init':
-        side.init(message.role, message.config).then((port) => send({ t: 'ready', port }), fail);
-        return;
+        return reply(side.init(message.role, message.config).then((port) => ({ t: 'ready', port })));
       case 'start':
-        side.start().then(() => send({ t: 'started' }), fail);
-        return;
+        return reply(side.start().then(() => ({ t: 'started' })));
       case 'stop':
-        side.stop().then((report) => send({ t: 'stopped', ...report }), fail);
-        return;
+        return reply(side.stop().then((report) => ({ t: 'stopped', ...report })));
       case 'exit': {
         // Exit even if a library's close hangs: the measurement is done.
         const done = (): never => process.exit(0);

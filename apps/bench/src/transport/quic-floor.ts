@@ -2,7 +2,7 @@
 // - quiche alone: two raw quiche connections wired back to back in memory (no sockets), the
 //   same 200-byte request/response on `streams` streams, CPU per round trip per side;
 // - Node UDP alone: two dgram sockets in this process bouncing 200-byte datagrams, `streams`
-//   in flight, CPU per datagram (= per round trip per side);
+//   in flight, CPU per datagram (= per round trip per side: one send + one receive);
 // - the native batched module alone: the same with @quicpool/udp (recvmmsg/sendmmsg, GSO/GRO).
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -14,16 +14,12 @@ import { BatchedUdpSocket, loadUdpBinding, udpAddress } from '@quicpool/udp';
 import type { UdpAddress } from '@quicpool/udp';
 import { round1 } from '../report/round.js';
 
-export interface Floor {
-  quicheUsPerRtPerSide: number;
-  udpUsPerRtPerSide: number;
-  sumUsPerRtPerSide: number;
-  nativeUdpUsPerRtPerSide: number | null;
-  nativeSumUsPerRtPerSide: number | null;
-}
+export type Floor = Awaited<ReturnType<typeof measureFloor>>;
+
+const PAYLOAD = Buffer.alloc(200, 0x61);
 
 /** 40 in flight, as in the 1x40 run: quiche's work per packet and the UDP syscalls, nothing of ours. */
-export async function measureFloor(): Promise<Floor> {
+export async function measureFloor() {
   const quiche = round1(await quicheFloor(40));
   const udp = round1(await udpFloor(40));
   const nativeUdp = await nativeUdpFloor(40);
@@ -31,6 +27,7 @@ export async function measureFloor(): Promise<Floor> {
     quicheUsPerRtPerSide: quiche,
     udpUsPerRtPerSide: udp,
     sumUsPerRtPerSide: round1(quiche + udp),
+    /** null where the native module is not available. */
     nativeUdpUsPerRtPerSide: nativeUdp === null ? null : round1(nativeUdp),
     nativeSumUsPerRtPerSide: nativeUdp === null ? null : round1(quiche + nativeUdp),
   };
@@ -83,14 +80,13 @@ async function quicheFloor(streams: number, rounds = 2000): Promise<number> {
     xfer(c, s, ia);
     xfer(s, c, ib);
   }
-  const payload = Buffer.alloc(200, 0x61);
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < rounds; i++) {
-    for (let k = 0; k < streams; k++) c.streamSend(k * 4, payload, false);
+    for (let k = 0; k < streams; k++) c.streamSend(k * 4, PAYLOAD, false);
     xfer(c, s, ia);
     for (let k = 0; k < streams; k++) {
       s.streamRecv(k * 4, rb);
-      s.streamSend(k * 4, payload, false);
+      s.streamSend(k * 4, PAYLOAD, false);
     }
     xfer(s, c, ib);
     for (let k = 0; k < streams; k++) c.streamRecv(k * 4, rb);
@@ -109,44 +105,34 @@ async function udpFloor(inFlight: number, durationMs = 1500): Promise<number> {
   const y = await open();
   await new Promise<void>((r) => x.connect(y.address().port, '127.0.0.1', r));
   await new Promise<void>((r) => y.connect(x.address().port, '127.0.0.1', r));
-  const payload = Buffer.alloc(200, 0x61);
   let n = 0;
   let running = true;
-  x.on('message', () => {
-    n++;
-    if (running) x.send(payload);
-  });
-  y.on('message', () => {
-    n++;
-    if (running) y.send(payload);
-  });
-  for (let i = 0; i < inFlight; i++) x.send(payload);
+  for (const s of [x, y]) {
+    s.on('message', () => {
+      n++;
+      if (running) s.send(PAYLOAD);
+    });
+  }
+  for (let i = 0; i < inFlight; i++) x.send(PAYLOAD);
   const usPerDatagram = await cpuPerDatagram(() => n, durationMs);
   running = false;
   await sleep(50);
   x.close();
   y.close();
-  // Each datagram costs one send on one side and one receive on the other: per side per round
-  // trip (one datagram each way) that is the CPU of one send + one receive.
   return usPerDatagram;
 }
 
-/**
- * The native batched module alone (@quicpool/udp): two sockets in this process bouncing 200-byte
- * datagrams, `inFlight` at a time, each batch answered with one sendmmsg. CPU per datagram (= per
- * round trip per side, as `udpFloor`). Null when the module is not available here.
- */
+/** As `udpFloor` over the native module, each batch answered with one sendmmsg; null where the module is not available. */
 async function nativeUdpFloor(inFlight: number, durationMs = 1500): Promise<number | null> {
   if (!loadUdpBinding().available) return null;
-  const payload = Buffer.alloc(200, 0x61);
   let n = 0;
   let running = true;
   const answer = (s: BatchedUdpSocket, count: number, to: UdpAddress | null): void => {
     n += count;
     if (!running) return;
     for (let i = 0; i < count; i++) {
-      s.txSlot(i).set(payload);
-      s.setTx(i, payload.length, to);
+      s.txSlot(i).set(PAYLOAD);
+      s.setTx(i, PAYLOAD.length, to);
     }
     s.send(count);
   };

@@ -22,25 +22,22 @@ export const quicRoles: Record<string, RoleFactory> = {
     const dialer = new QuicDialer({
       host: '127.0.0.1', port: config.port ?? 0, serverName: 'localhost', ca: config.caPem ?? '', connections: config.connections, udpIo: config.udpIo,
     });
-    let running = true;
-    const close = async (): Promise<void> => {
-      running = false;
+    // This role runs in the bench's own process: if it fails, it leaves no endpoint behind.
+    const opening = Array.from({ length: config.connections * config.streamsPerConnection }, () => dialer.open());
+    const streams = await Promise.all(opening).catch(async (error: unknown) => {
       await dialer.close({ graceful: false });
-    };
-    try {
-      const streams = await Promise.all(Array.from({ length: config.connections * config.streamsPerConnection }, () => dialer.open()));
-      const payload = Buffer.alloc(config.payloadBytes, 0x61);
-      for (const stream of streams) keepBusy(stream, payload, onRoundTrip, () => running);
-    } catch (error) {
-      // This role runs in the bench's own process: leave no endpoint behind.
-      await close();
       throw error;
-    }
-    return { close, udpCounters: async () => counters(await dialer.stats()) };
+    });
+    const stop = keepBusy(streams, config.payloadBytes, onRoundTrip);
+    return {
+      close: async () => {
+        stop();
+        await dialer.close({ graceful: false });
+      },
+      udpCounters: async () => counters(await dialer.stats()),
+    };
   },
 };
 
 /** The forked QUIC server (QUIC_SERVER_FLAG); the client runs in the bench's own process. */
-export function runQuicPingPongServerChild(): void {
-  runPingPongWorker(quicRoles);
-}
+export const runQuicPingPongServerChild = (): void => runPingPongWorker(quicRoles);

@@ -7,79 +7,53 @@ import type { Floor } from './quic-floor.js';
 import { median } from '../report/median.js';
 import { round1, round2 } from '../report/round.js';
 
-export interface Ratio {
-  quic: string;
-  tcp: string;
-  /** QUIC over TCP, CPU per round trip: client side, server side, both sides together. */
-  client: number;
-  server: number;
-  ratio: number;
-}
-
-/**
- * Each QUIC scenario (over `io`) against the TCP run with as many concurrent sessions, 50x40 also
- * against 40 sockets (the targets compare with TCP-40), and 1x1 against one socket.
- */
-export function quicVsTcp(rows: Row[], io: UdpIoKind): Ratio[] {
+// QUIC over TCP, CPU per round trip (client side, server side, both: `ratio`): each QUIC scenario
+// (over `io`) against TCP with as many sessions, 50x40 also against 40 sockets (the targets compare
+// with TCP-40), and 1x1 against one socket.
+export function quicVsTcp(rows: Row[], io: UdpIoKind) {
   const row = (label: string): Row | undefined => rows.find((x) => x.label === label);
-  const out: Ratio[] = [];
-  for (const [quic, tcp] of [['1x1', '1'], ['1x40', '40'], ['50x40', '2000'], ['50x40', '40']] as const) {
+  const pairs = [['1x1', '1'], ['1x40', '40'], ['50x40', '2000'], ['50x40', '40']] as const;
+  return pairs.flatMap(([quic, tcp]) => {
     const q = row(`quic ${quic} ${io}`);
     const t = row(`tcp ${tcp}`);
-    if (q === undefined || t === undefined || t.usPerRtClient <= 0 || t.usPerRtServer <= 0) continue;
-    out.push({
-      quic,
-      tcp,
-      client: q.usPerRtClient / t.usPerRtClient,
-      server: q.usPerRtServer / t.usPerRtServer,
-      ratio: (q.usPerRtClient + q.usPerRtServer) / (t.usPerRtClient + t.usPerRtServer),
-    });
-  }
-  return out;
+    if (q === undefined || t === undefined || t.usPerRtClient <= 0 || t.usPerRtServer <= 0) return [];
+    const both = (q.usPerRtClient + q.usPerRtServer) / (t.usPerRtClient + t.usPerRtServer);
+    return [{ quic, tcp, client: q.usPerRtClient / t.usPerRtClient, server: q.usPerRtServer / t.usPerRtServer, ratio: both }];
+  });
 }
 
-/** One row per label: each figure the median of that label's runs. */
+// The figures of a row, in table order: header, decimals printed, key in the JSON line (none: the
+// table's only) and the rounding of a median over rounds (none: as the median comes).
+const COLUMNS: readonly { key: Exclude<keyof Row, 'label'>; header: string; digits: number; json?: string; round?: (x: number) => number }[] = [
+  { key: 'roundTripsPerSec', header: 'rt/s', digits: 0, json: 'roundTripsPerSec', round: Math.round },
+  { key: 'usPerRtClient', header: 'client µs/rt', digits: 1, json: 'usPerRtClient', round: round1 },
+  { key: 'usPerRtServer', header: 'server µs/rt', digits: 1, json: 'usPerRtServer', round: round1 },
+  { key: 'p50Us', header: 'p50 µs', digits: 0, json: 'p50Us', round: Math.round },
+  { key: 'p99Us', header: 'p99 µs', digits: 0, json: 'p99Us', round: Math.round },
+  { key: 'datagramsPerRt', header: 'dgrams/rt', digits: 2, json: 'datagramsPerRt' },
+  { key: 'sendsPerRt', header: 'sends/rt', digits: 3, json: 'sendCallsPerRt' },
+  { key: 'recvsPerRt', header: 'recvs/rt', digits: 3, json: 'recvCallsPerRt' },
+  { key: 'rssClientMB', header: 'client RSS MB', digits: 0, round: Math.round },
+  { key: 'rssServerMB', header: 'server RSS MB', digits: 0, round: Math.round },
+];
+
+/** One row per label: each figure the median of that label's runs (null where a run does not count it). */
 export function medianRows(runs: Row[]): Row[] {
-  const labels = [...new Set(runs.map((r) => r.label))];
-  return labels.map((label) => {
+  return [...new Set(runs.map((r) => r.label))].map((label) => {
     const of = runs.filter((r) => r.label === label);
-    const med = (get: (r: Row) => number): number => median(of.map(get)) ?? Number.NaN;
-    const medOrNull = (get: (r: Row) => number | null): number | null => (of.every((r) => get(r) !== null) ? med((r) => get(r) ?? 0) : null);
-    return {
-      label,
-      roundTripsPerSec: Math.round(med((r) => r.roundTripsPerSec)),
-      usPerRtClient: round1(med((r) => r.usPerRtClient)),
-      usPerRtServer: round1(med((r) => r.usPerRtServer)),
-      p50Us: Math.round(med((r) => r.p50Us)),
-      p99Us: Math.round(med((r) => r.p99Us)),
-      rssClientMB: Math.round(med((r) => r.rssClientMB)),
-      rssServerMB: Math.round(med((r) => r.rssServerMB)),
-      datagramsPerRt: medOrNull((r) => r.datagramsPerRt),
-      sendsPerRt: medOrNull((r) => r.sendsPerRt),
-      recvsPerRt: medOrNull((r) => r.recvsPerRt),
-    };
+    const figures = COLUMNS.map(({ key, round = (x: number): number => x }) => {
+      const values = of.map((r) => r[key]);
+      return [key, values.includes(null) ? null : round(median(values) ?? Number.NaN)] as const;
+    });
+    return { label, ...Object.fromEntries(figures) } as Row;
   });
 }
 
 export function printTable(rows: Row[], durationMs: number, rounds: number): void {
-  console.log(
-    `Transport ping-pong, 200-byte request/response, client and server in separate processes, ${durationMs} ms window` +
-      (rounds > 1 ? `, median of ${rounds} interleaved rounds` : ''),
-  );
-  const header = ['run', 'rt/s', 'client µs/rt', 'server µs/rt', 'p50 µs', 'p99 µs', 'dgrams/rt', 'sends/rt', 'recvs/rt', 'client RSS MB', 'server RSS MB'];
-  const lines = rows.map((r) => [
-    r.label,
-    String(r.roundTripsPerSec),
-    r.usPerRtClient.toFixed(1),
-    r.usPerRtServer.toFixed(1),
-    String(r.p50Us),
-    String(r.p99Us),
-    r.datagramsPerRt === null ? '-' : r.datagramsPerRt.toFixed(2),
-    r.sendsPerRt === null ? '-' : r.sendsPerRt.toFixed(3),
-    r.recvsPerRt === null ? '-' : r.recvsPerRt.toFixed(3),
-    String(r.rssClientMB),
-    String(r.rssServerMB),
-  ]);
+  const medianNote = rounds > 1 ? `, median of ${rounds} interleaved rounds` : '';
+  console.log(`Transport ping-pong, 200-byte request/response, client and server in separate processes, ${durationMs} ms window${medianNote}`);
+  const header = ['run', ...COLUMNS.map((c) => c.header)];
+  const lines = rows.map((r) => [r.label, ...COLUMNS.map(({ key, digits }) => r[key]?.toFixed(digits) ?? '-')]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((line) => (line[i] ?? '').length)));
   const format = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
   console.log(format(header));
@@ -88,28 +62,17 @@ export function printTable(rows: Row[], durationMs: number, rounds: number): voi
 }
 
 export function summary(
-  rows: Row[],
-  quicIo: UdpIoKind,
-  first: FirstResponseResult | null,
-  floor: Floor | null,
-  ratios: Ratio[],
-  failures: Array<{ label: string; error: string }>,
+  rows: Row[], quicIo: UdpIoKind, first: FirstResponseResult | null, floor: Floor | null,
+  ratios: ReturnType<typeof quicVsTcp>, failures: Array<{ label: string; error: string }>,
 ): object {
   /** Rows `<prefix> <key>[ <suffix>]` keyed by <key> ('1x40', '40' ...). */
   const group = (prefix: string, suffix = ''): Record<string, Record<string, number>> => {
     const out: Record<string, Record<string, number>> = {};
     for (const r of rows) {
       if (!r.label.startsWith(`${prefix} `) || !r.label.endsWith(suffix)) continue;
-      out[r.label.slice(prefix.length + 1, r.label.length - suffix.length)] = {
-        roundTripsPerSec: r.roundTripsPerSec,
-        usPerRtClient: r.usPerRtClient,
-        usPerRtServer: r.usPerRtServer,
-        p50Us: r.p50Us,
-        p99Us: r.p99Us,
-        ...(r.datagramsPerRt !== null ? { datagramsPerRt: r.datagramsPerRt } : {}),
-        ...(r.sendsPerRt !== null ? { sendCallsPerRt: r.sendsPerRt } : {}),
-        ...(r.recvsPerRt !== null ? { recvCallsPerRt: r.recvsPerRt } : {}),
-      };
+      const figures: Record<string, number> = {};
+      for (const { key, json } of COLUMNS) if (json !== undefined && r[key] !== null) figures[json] = r[key];
+      out[r.label.slice(prefix.length + 1, r.label.length - suffix.length)] = figures;
     }
     return out;
   };

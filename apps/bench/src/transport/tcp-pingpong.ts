@@ -15,7 +15,6 @@ export const tcpRoles: Record<string, RoleFactory> = {
   },
   'tcp-client': async (config, onRoundTrip) => {
     const port = config.port ?? 0;
-    const payload = Buffer.alloc(config.payloadBytes, 0x61);
     const streams: SessionStream[] = [];
     // Connect in batches so the listen backlog never overflows (an overflow costs a 1 s SYN retry).
     for (let opened = 0; opened < config.connections; ) {
@@ -23,11 +22,10 @@ export const tcpRoles: Record<string, RoleFactory> = {
       streams.push(...(await Promise.all(Array.from({ length: batch }, () => dialTcp({ host: '127.0.0.1', port })))));
       opened += batch;
     }
-    let running = true;
-    for (const stream of streams) keepBusy(stream, payload, onRoundTrip, () => running);
+    const stop = keepBusy(streams, config.payloadBytes, onRoundTrip);
     return {
       close: async () => {
-        running = false;
+        stop();
         for (const stream of streams) stream.destroy();
       },
     };
