@@ -1,8 +1,7 @@
-// `quicpool-bench netpath` (`pnpm bench:netpath`): the packet-level WAN path on its own: builds
-// one, measures the RTT it gives with UDP round trips, then the forwarder's CPU per packet under a
-// light load, and removes it again. The RTT is reported twice: as Node's UDP endpoints see it (what
-// the bench's processes get) and as the forwarder's own clock sees it (the path alone).
-// Two more modes, used by its tests:
+// `quicpool-bench netpath` (`pnpm bench:netpath`): the packet-level WAN path on its own: builds one, measures the RTT
+// it gives with UDP round trips, then the forwarder's CPU per packet under a light load, and removes it again. The RTT
+// is reported twice: as Node's UDP endpoints see it (what the bench's processes get) and as the forwarder's own clock
+// sees it (the path alone). Two more modes, used by its tests:
 //   --where   prints {"source": <forwarder.c as found from this file>, "unavailable": <reason or null>}
 //   --hold    builds a path, prints {"ready":true,...names and pids...} and keeps it until SIGTERM,
 //             SIGINT or EOF on stdin (the test SIGKILLs it to check the watchdog's cleanup)
@@ -61,7 +60,6 @@ async function measure(values: Values<typeof OPTIONS>): Promise<number> {
   const path = await createPacketPath({
     delayMs: { up, down },
     lossRate: numberOption('loss', values.loss),
-    // Set per route on both sides.
     congestionControl: choiceOption('cc', values.cc, ['cubic', 'bbr', 'reno'] as const),
     realtimePriority: numberOption('realtime-priority', values['realtime-priority']),
   });

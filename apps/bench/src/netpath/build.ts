@@ -13,19 +13,16 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jsonLine } from '../process/worker-process.js';
 
 const PACKAGE_NAME = '@quicpool/bench';
 const SOURCE_IN_PACKAGE = join('src', 'netpath', 'forwarder.c');
-export const CC_FLAGS: readonly string[] = ['-O2', '-Wall', '-Wextra', '-Werror'];
+const CC_FLAGS: readonly string[] = ['-O2', '-Wall', '-Wextra', '-Werror'];
 
-function packageNameAt(dir: string): string | null {
-  try {
-    const parsed: unknown = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-    if (typeof parsed === 'object' && parsed !== null && 'name' in parsed && typeof parsed.name === 'string') return parsed.name;
-  } catch {
-    // no package.json here (or not JSON): keep walking up
-  }
-  return null;
+/** The name in `dir`'s package.json; undefined when it has none (or it is not JSON): keep walking up. */
+function packageNameAt(dir: string): unknown {
+  const file = join(dir, 'package.json');
+  return existsSync(file) ? jsonLine(readFileSync(file, 'utf8'))?.name : undefined;
 }
 
 /** Where forwarder.c is, or null when the package folder (or the file in it) cannot be found. */

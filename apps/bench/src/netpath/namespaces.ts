@@ -52,10 +52,8 @@ export function processAlive(pid: number): boolean {
 }
 
 /** Deletes the path namespaces whose owner process is dead (a run killed before its watchdog acted). */
-export function removeStaleNamespaces(): string[] {
-  const stale = pathNamespaces().filter((name) => !processAlive(Number(PATH_NS_NAME.exec(name)?.[1])));
-  for (const name of stale) deleteNamespace(name);
-  return stale;
+export function removeStaleNamespaces(): void {
+  for (const name of pathNamespaces()) if (!processAlive(Number(PATH_NS_NAME.exec(name)?.[1]))) deleteNamespace(name);
 }
 
 /**

@@ -3,7 +3,7 @@
 // side and moves IP packets between them after a fixed one-way delay per direction (plus optional
 // loss and rate). TCP and UDP alike cross it as packets, so TCP's loss detection and
 // retransmission run end to end over the full RTT; nothing terminates a connection in between
-// (unlike ../wan's relay). One side may be the host's own namespace instead: the server
+// (unlike the relay, ./relay.ts). One side may be the host's own namespace instead: the server
 // (`server: 'host'`, where a local Postgres on loopback stays reachable) for clients that are
 // processes of their own, or the client (`client: 'host'`) for a benchmark whose clients run in
 // its own process, the daemon then in the server's namespace (reaching Postgres by its unix socket).
@@ -22,24 +22,15 @@
 // namespaces of this kind whose owner process is dead.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { ensureForwarderBinary, forwarderBuildUnavailableReason } from './build.js';
-import type { ForwarderProcess, ForwarderReady, ForwarderStats } from './forwarder-process.js';
+import type { ForwarderProcess, ForwarderStats, UpDown } from './forwarder-process.js';
 import { startForwarder } from './forwarder-process.js';
-import {
-  CLIENT_NS_PREFIX,
-  SERVER_NS_PREFIX,
-  deleteNamespace,
-  errorText,
-  removeStaleNamespaces,
-  run,
-  setSysctls,
-} from './namespaces.js';
-import type { UdpProbeOptions, UdpProbeResult } from './udp-probe.js';
+import { CLIENT_NS_PREFIX, SERVER_NS_PREFIX, deleteNamespace, errorText, removeStaleNamespaces, run, setSysctls } from './namespaces.js';
+import type { UdpProbeOptions } from './udp-probe.js';
 import { probeUdp } from './udp-probe.js';
-import type { PathWatchdog } from './watchdog.js';
 import { startPathWatchdog } from './watchdog.js';
 
 /** A value for both directions, or one per direction ('up' = client to server). */
-export type PerDirection = number | { readonly up: number; readonly down: number };
+export type PerDirection = number | UpDown;
 
 /** TCP congestion control of the path's connections (set per route on both sides). */
 export type CongestionControl = 'cubic' | 'bbr' | 'reno';
@@ -58,11 +49,8 @@ export interface PacketPathOptions {
   readonly seed?: number;
   /** Bits per second; 0 (default) = unlimited. */
   readonly rateBps?: PerDirection;
-  /** Token bucket depth; 0 (default) = 1 ms at the rate, at least two full packets. */
-  readonly burstBytes?: number;
-  /** Bounds of each direction's queue (every packet held, in flight or waiting for the rate). */
+  /** Packets each direction's queue holds (in flight or waiting for the rate). Default 4096. */
   readonly queuePackets?: number;
-  readonly queueBytes?: number;
   /** TCP congestion control on both sides (routes to the peer; also the namespace default when allowed). Default 'bbr'. */
   readonly congestionControl?: CongestionControl;
   /** Default 'namespace'; at most one side may be 'host'. */
@@ -72,39 +60,13 @@ export interface PacketPathOptions {
   readonly realtimePriority?: number;
 }
 
-export interface PacketPath {
-  /** null: that side is the host's own namespace. */
-  readonly clientNs: string | null;
-  readonly serverNs: string | null;
-  /** The client's address (in clientNs) and the server's (in serverNs): each reaches the other only through the path. */
-  readonly clientIp: string;
-  readonly serverIp: string;
-  readonly clientTun: string;
-  readonly serverTun: string;
-  readonly forwarderPid: number;
-  /** The detached process that cleans up if we die without close(); it exits after close() too. */
-  readonly watchdogPid: number;
-  /** How the forwarder runs (real-time scheduling, locked memory). */
-  readonly forwarder: ForwarderReady;
-  readonly configured: { readonly upDelayMs: number; readonly downDelayMs: number; readonly upLoss: number; readonly downLoss: number; readonly upRateBps: number; readonly downRateBps: number; readonly seed: number };
-  /** The sysctls set in each namespace, as read back afterwards (the host's are only read, never set). */
-  readonly sysctls: { readonly client: Readonly<Record<string, string>>; readonly server: Readonly<Record<string, string>> };
-  /** The congestion control on each side's route to the peer, as `ip route` reads it back. */
-  readonly routeCongestionControl: { readonly client: string; readonly server: string };
-  /** One line for a report: what was configured and how the forwarder runs. */
-  readonly description: string;
-  stats(): Promise<ForwarderStats>;
-  /** Round trips with UDP through the path (an echo in serverNs, a prober in clientNs). */
-  measureRtt(o?: UdpProbeOptions): Promise<UdpProbeResult>;
-  /** Stops the forwarder and deletes both namespaces; resolves with the forwarder's last stats. */
-  close(): Promise<ForwarderStats | null>;
-}
+export type PacketPath = Awaited<ReturnType<typeof createPacketPath>>;
 
 const MTU = 1500; // below the forwarder's 2048-byte packet slots
 const TXQUEUELEN = 10_000; // the TUN's own queue in front of the forwarder: bursts wait, not drop
 
-function split(what: string, v: PerDirection | undefined, max: number): { up: number; down: number } {
-  const both = v === undefined ? { up: 0, down: 0 } : typeof v === 'number' ? { up: v, down: v } : { up: v.up, down: v.down };
+function split(what: string, v: PerDirection | undefined, max: number): UpDown {
+  const both = typeof v === 'number' ? { up: v, down: v } : (v ?? { up: 0, down: 0 });
   for (const n of [both.up, both.down]) if (!Number.isFinite(n) || n < 0 || n > max) throw new Error(`${what} must be between 0 and ${max}, got ${n}`);
   return both;
 }
@@ -123,50 +85,35 @@ export function packetPathUnavailableReason(): string | null {
   return forwarderBuildUnavailableReason();
 }
 
-interface OpenPath {
-  readonly namespaces: readonly string[];
-  forwarderPid: number | null;
-  readonly watchdog: PathWatchdog;
-}
-
-const open = new Set<OpenPath>();
+/** Each open path's cleanup (delete its namespaces, dismiss its watchdog): run by close(), a failed build, or at exit. */
+const open = new Set<() => void>();
 let sequence = 0;
-let exitHook = false;
+// Synchronous: 'exit' handlers cannot wait. The forwarder is killed by the worker processes' own
+// exit hook (and ends on its stdin's EOF anyway); the namespaces are unmounted now and freed by
+// the kernel once it has gone.
+process.on('exit', () => {
+  for (const cleanUp of open) cleanUp();
+});
 
-// Synchronous: 'exit' handlers cannot wait. The forwarder ends on SIGTERM (and on its stdin's
-// EOF anyway); the namespaces are unmounted now and freed by the kernel once it has.
-function cleanUpAtExit(): void {
-  for (const path of open) {
-    if (path.forwarderPid !== null) {
-      try {
-        process.kill(path.forwarderPid, 'SIGTERM');
-      } catch {
-        // already gone
-      }
-    }
-    for (const name of path.namespaces) deleteNamespace(name);
-    path.watchdog.done();
-  }
-  open.clear();
-}
-
-/** A namespace default may only be an algorithm of the host's allowed list (EPERM otherwise). */
-function allowedAsDefault(cc: CongestionControl): boolean {
+/** A sysctl of the host's namespace (key as in /proc/sys), whitespace collapsed; null when this kernel has none. */
+function hostSysctl(key: string): string | null {
   try {
-    return readFileSync('/proc/sys/net/ipv4/tcp_allowed_congestion_control', 'utf8').split(/\s+/).includes(cc);
+    return readFileSync(`/proc/sys/${key}`, 'utf8').trim().replace(/\s+/g, ' ');
   } catch {
-    return false;
+    return null;
   }
 }
 
 function sysctlsFor(cc: CongestionControl): Record<string, string> {
+  // A namespace default may only be an algorithm of the host's allowed list (EPERM otherwise).
+  const allowedAsDefault = (hostSysctl('net/ipv4/tcp_allowed_congestion_control') ?? '').split(' ').includes(cc);
   return {
     // IPv4 only: no router solicitations or MLD reports on the path, so its counters count only
     // the traffic under test (and random drops hit only it).
     'net/ipv6/conf/all/disable_ipv6': '1',
     'net/ipv6/conf/default/disable_ipv6': '1',
     // The route to the peer sets the algorithm in any case; the default too when it may.
-    ...(allowedAsDefault(cc) ? { 'net/ipv4/tcp_congestion_control': cc } : {}),
+    ...(allowedAsDefault ? { 'net/ipv4/tcp_congestion_control': cc } : {}),
     // Room for a WAN's bandwidth-delay product in TCP's autotuning. (net.core.rmem_max, the cap
     // of UDP buffers, is read-only outside the host's namespace; it follows the host's value.)
     'net/ipv4/tcp_rmem': `4096 131072 ${32 << 20}`,
@@ -176,50 +123,51 @@ function sysctlsFor(cc: CongestionControl): Record<string, string> {
   };
 }
 
-function applySysctls(ns: string, cc: CongestionControl): Record<string, string> {
+/** Sets the sysctls in `ns` and returns them as read back; the host's (ns null) are only read, never set. */
+function applySysctls(ns: string | null, cc: CongestionControl): Record<string, string> {
+  if (ns === null) {
+    const entries = Object.keys(sysctlsFor('bbr')).map((key) => [key, hostSysctl(key)] as const);
+    return Object.fromEntries(entries.filter((entry): entry is readonly [string, string] => entry[1] !== null));
+  }
   const wanted = sysctlsFor(cc);
   let read: Record<string, string>;
   try {
     read = setSysctls(ns, wanted);
   } catch (error) {
-    let allowed = '?';
-    try {
-      allowed = run('cat', ['/proc/sys/net/ipv4/tcp_allowed_congestion_control']).trim();
-    } catch {
-      // unknown
-    }
+    const allowed = hostSysctl('net/ipv4/tcp_allowed_congestion_control') ?? '?';
     throw new Error(`sysctls in ${ns} failed (tcp_congestion_control ${cc}; allowed here: ${allowed}): ${errorText(error)}`);
   }
-  if (wanted['net/ipv4/tcp_congestion_control'] !== undefined && read['net/ipv4/tcp_congestion_control'] !== cc) throw new Error(`${ns}: tcp_congestion_control reads ${read['net/ipv4/tcp_congestion_control'] ?? '?'} after setting ${cc}`);
+  if (wanted['net/ipv4/tcp_congestion_control'] !== undefined && read['net/ipv4/tcp_congestion_control'] !== cc) {
+    throw new Error(`${ns}: tcp_congestion_control reads ${read['net/ipv4/tcp_congestion_control'] ?? '?'} after setting ${cc}`);
+  }
   return read;
 }
 
-/** The host's values of the keys a namespace gets, read only (the host is not ours to change). */
-function hostSysctls(): Record<string, string> {
-  const read: Record<string, string> = {};
-  for (const key of Object.keys(sysctlsFor('bbr'))) {
-    try {
-      read[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim().replace(/\s+/g, ' ');
-    } catch {
-      // not there in this kernel
-    }
-  }
-  return read;
+// One end of the path: its namespace (null: the host's), its TUN and its address. On the host the
+// TUN's name carries our pid, so that it cannot clash with another process's path.
+function pathSide(where: PathSide | undefined, prefix: string, hostTun: string, ip: string) {
+  return {
+    ns: where === 'host' ? null : `${prefix}-${process.pid}-${sequence}`,
+    tun: where === 'host' ? `${hostTun}${process.pid}-${sequence}` : `${prefix}${sequence}`,
+    ip,
+  };
 }
+
+type Side = ReturnType<typeof pathSide>;
 
 /**
  * Addresses, MTU, queue length, links and the route to the peer with its congestion control, in
- * one `ip -batch` run inside the namespace (null: the host's). Returns the route's congctl as read back.
+ * one `ip -batch` run inside the side's namespace. Returns the route's congctl as read back.
  */
-function configureLinks(ns: string | null, tun: string, local: string, peer: string, cc: CongestionControl): string {
+function configureLinks({ ns, tun, ip }: Side, peer: string, cc: CongestionControl): string {
   const where = ns === null ? [] : ['-n', ns];
   // No IPv6 on a host-side TUN either (the host's defaults are left alone; this device is ours).
   if (ns === null) writeFileSync(`/proc/sys/net/ipv6/conf/${tun}/disable_ipv6`, '1');
   const commands = [
     ...(ns === null ? [] : ['link set dev lo up']),
-    `addr add ${local}/32 peer ${peer}/32 dev ${tun}`,
+    `addr add ${ip}/32 peer ${peer}/32 dev ${tun}`,
     `link set dev ${tun} mtu ${MTU} txqueuelen ${TXQUEUELEN} up`,
-    `route replace ${peer}/32 dev ${tun} src ${local} congctl ${cc}`,
+    `route replace ${peer}/32 dev ${tun} src ${ip} congctl ${cc}`,
   ];
   run('ip', [...where, '-batch', '-'], `${commands.join('\n')}\n`);
   // Connections to this peer start from scratch, not from what an earlier one of the same address learned.
@@ -247,7 +195,7 @@ function freeHostSubnet(start: number): number {
   throw new Error('no free 10.201.x.0/24 left on the host for a packet path');
 }
 
-export async function createPacketPath(o: PacketPathOptions = {}): Promise<PacketPath> {
+export async function createPacketPath(o: PacketPathOptions = {}) {
   const reason = packetPathUnavailableReason();
   if (reason !== null) throw new Error(reason);
   const delay = split('delayMs', o.delayMs, 60_000);
@@ -258,102 +206,82 @@ export async function createPacketPath(o: PacketPathOptions = {}): Promise<Packe
   const binary = ensureForwarderBinary();
   removeStaleNamespaces();
   sequence += 1;
-  const clientOnHost = o.client === 'host';
-  const serverOnHost = o.server === 'host';
-  if (clientOnHost && serverOnHost) throw new Error('a packet path needs a namespace on at least one side');
-  const onHost = clientOnHost || serverOnHost;
-  const clientNs = clientOnHost ? null : `${CLIENT_NS_PREFIX}-${process.pid}-${sequence}`;
-  const serverNs = serverOnHost ? null : `${SERVER_NS_PREFIX}-${process.pid}-${sequence}`;
-  // On the host a TUN's name must not clash with another process's path: it carries our pid.
-  const clientTun = clientOnHost ? `qphc${process.pid}-${sequence}` : `qpwc${sequence}`;
-  const serverTun = serverOnHost ? `qph${process.pid}-${sequence}` : `qpws${sequence}`;
-  const subnet = onHost ? freeHostSubnet(process.pid + sequence) : ((sequence - 1) % 254) + 1;
-  const clientIp = `10.201.${subnet}.2`;
-  const serverIp = `10.201.${subnet}.1`;
+  if (o.client === 'host' && o.server === 'host') throw new Error('a packet path needs a namespace on at least one side');
+  const subnet = o.client === 'host' || o.server === 'host' ? freeHostSubnet(process.pid + sequence) : ((sequence - 1) % 254) + 1;
+  const client = pathSide(o.client, CLIENT_NS_PREFIX, 'qphc', `10.201.${subnet}.2`);
+  const server = pathSide(o.server, SERVER_NS_PREFIX, 'qph', `10.201.${subnet}.1`);
   const cc = o.congestionControl ?? 'bbr';
-  const realtimePriority = o.realtimePriority ?? 10;
-
-  if (!exitHook) {
-    exitHook = true;
-    process.on('exit', cleanUpAtExit);
-  }
   // The watchdog first, so that no moment exists in which a namespace is unguarded.
-  const namespaces = [clientNs, serverNs].filter((ns): ns is string => ns !== null);
-  const state: OpenPath = { namespaces, forwarderPid: null, watchdog: startPathWatchdog(namespaces) };
-  open.add(state);
+  const namespaces = [client.ns, server.ns].filter((ns): ns is string => ns !== null);
+  const watchdog = startPathWatchdog(namespaces);
+  const cleanUp = (): void => {
+    for (const ns of namespaces) deleteNamespace(ns);
+    watchdog.done();
+    open.delete(cleanUp);
+  };
+  open.add(cleanUp);
   let forwarder: ForwarderProcess | null = null;
-  let sysctls: PacketPath['sysctls'];
-  let routeCc: PacketPath['routeCongestionControl'];
+  let sysctls: { client: Record<string, string>; server: Record<string, string> };
+  let routeCc: { client: string; server: string };
   try {
-    for (const ns of state.namespaces) run('ip', ['netns', 'add', ns]);
+    for (const ns of namespaces) run('ip', ['netns', 'add', ns]);
     // Before the forwarder creates the TUNs: they take the namespace's defaults (IPv6 off).
-    const sysctlsOf = (ns: string | null): Record<string, string> => (ns === null ? hostSysctls() : applySysctls(ns, cc));
-    sysctls = { client: sysctlsOf(clientNs), server: sysctlsOf(serverNs) };
+    sysctls = { client: applySysctls(client.ns, cc), server: applySysctls(server.ns, cc) };
+    // The forwarder lives in the host's namespace: its own namespace file is the host's.
+    const nsFile = (s: Side): string => s.ns ?? '/proc/self/ns/net';
     forwarder = await startForwarder({
       binary,
-      ends: {
-        kind: 'tun',
-        // The forwarder lives in the host's namespace: its own namespace file is the host's.
-        clientNs: clientNs ?? '/proc/self/ns/net',
-        clientTun,
-        serverNs: serverNs ?? '/proc/self/ns/net',
-        serverTun,
-      },
-      upDelayUs: delay.up * 1000,
-      downDelayUs: delay.down * 1000,
-      upLoss: loss.up,
-      downLoss: loss.down,
+      ends: { kind: 'tun', clientNs: nsFile(client), clientTun: client.tun, serverNs: nsFile(server), serverTun: server.tun },
+      delayMs: delay,
+      loss,
       lossUdpOnly: o.lossUdpOnly ?? false,
       seed,
-      upRateBps: rate.up,
-      downRateBps: rate.down,
-      burstBytes: o.burstBytes ?? 0,
-      queuePackets: o.queuePackets ?? 4096,
-      queueBytes: o.queueBytes ?? 6 << 20,
-      realtimePriority,
+      rateBps: rate,
+      queuePackets: o.queuePackets,
+      realtimePriority: o.realtimePriority ?? 10,
     });
-    state.forwarderPid = forwarder.pid;
-    state.watchdog.forwarder(forwarder.pid, binary);
-    routeCc = { client: configureLinks(clientNs, clientTun, clientIp, serverIp, cc), server: configureLinks(serverNs, serverTun, serverIp, clientIp, cc) };
+    watchdog.forwarder(forwarder.pid, binary);
+    routeCc = { client: configureLinks(client, server.ip, cc), server: configureLinks(server, client.ip, cc) };
   } catch (error) {
     await forwarder?.stop();
-    for (const ns of state.namespaces) deleteNamespace(ns);
-    state.watchdog.done();
-    open.delete(state);
+    cleanUp();
     throw new Error(`could not build the packet path: ${errorText(error)}`);
   }
   const running = forwarder;
   const rateText = (bps: number): string => (bps === 0 ? 'unlimited' : `${bps / 1e6} Mbit/s`);
-  const description =
-    `packet path ${clientNs ?? 'host'} (${clientIp}) <-> ${serverNs ?? 'host'} (${serverIp}) through a TUN forwarder: ` +
-    `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down}${o.lossUdpOnly === true ? ' (UDP only)' : ''} (seed ${seed}), rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
-    `tcp congctl ${routeCc.client}/${routeCc.server} (client/server routes); ` +
-    `forwarder sched ${running.ready.sched}, mlock ${running.ready.mlock}`;
   let closing: Promise<ForwarderStats | null> | null = null;
   return {
-    clientNs,
-    serverNs,
-    clientIp,
-    serverIp,
-    clientTun,
-    serverTun,
+    /** null: that side is the host's own namespace. */
+    clientNs: client.ns,
+    serverNs: server.ns,
+    /** The server's address (in serverNs): the client reaches it only through the path. */
+    serverIp: server.ip,
+    clientTun: client.tun,
+    serverTun: server.tun,
     forwarderPid: running.pid,
-    watchdogPid: state.watchdog.pid,
-    forwarder: running.ready,
+    /** The detached process that cleans up if we die without close(); it exits after close() too. */
+    watchdogPid: watchdog.pid,
     configured: { upDelayMs: delay.up, downDelayMs: delay.down, upLoss: loss.up, downLoss: loss.down, upRateBps: rate.up, downRateBps: rate.down, seed },
+    /** The sysctls set in each namespace, as read back afterwards (the host's are only read, never set). */
     sysctls,
+    /** The congestion control on each side's route to the peer, as `ip route` reads it back. */
     routeCongestionControl: routeCc,
-    description,
+    /** One line for a report: what was configured and how the forwarder runs. */
+    description:
+      `packet path ${client.ns ?? 'host'} (${client.ip}) <-> ${server.ns ?? 'host'} (${server.ip}) through a TUN forwarder: ` +
+      `delay ${delay.up}/${delay.down} ms, loss ${loss.up}/${loss.down}${o.lossUdpOnly === true ? ' (UDP only)' : ''} (seed ${seed}), ` +
+      `rate ${rateText(rate.up)}/${rateText(rate.down)} (up/down); ` +
+      `tcp congctl ${routeCc.client}/${routeCc.server} (client/server routes); ` +
+      `forwarder sched ${running.ready.sched}, mlock ${running.ready.mlock}`,
     stats: () => running.stats(),
-    measureRtt: (probe?: UdpProbeOptions) => probeUdp(clientNs, serverNs, serverIp, probe),
+    /** Round trips with UDP through the path (an echo in serverNs, a prober in clientNs). */
+    measureRtt: (probe?: UdpProbeOptions) => probeUdp(client.ns, server.ns, server.ip, probe),
+    /** Stops the forwarder and deletes both namespaces; resolves with the forwarder's last stats. */
     close(): Promise<ForwarderStats | null> {
-      closing ??= (async () => {
-        const last = await running.stop();
-        for (const ns of state.namespaces) deleteNamespace(ns);
-        state.watchdog.done();
-        open.delete(state);
+      closing ??= running.stop().then((last) => {
+        cleanUp();
         return last;
-      })();
+      });
       return closing;
     },
   };

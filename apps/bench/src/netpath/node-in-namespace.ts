@@ -4,25 +4,10 @@
 // or on SIGTERM. Its source is plain JavaScript for `node -e`, so the bundled bench can run it too.
 import { jsonLine, startWorkerProcess } from '../process/worker-process.js';
 
-export interface NamespacedNode {
-  readonly pid: number;
-  /** The ready line's fields. */
-  readonly ready: Readonly<Record<string, unknown>>;
-  /** The result line's `result`; rejects if the program's output ends without one. */
-  readonly result: Promise<unknown>;
-  /** SIGTERM (the program reports and exits; SIGKILL after 5 s); resolves when it has exited. */
-  stop(): Promise<void>;
-}
+export type NamespacedNode = Awaited<ReturnType<typeof startNodeInNamespace>>;
 
-export async function startNodeInNamespace(ns: string | null, name: string, source: string, args: readonly (string | number)[]): Promise<NamespacedNode> {
-  let resolveResult: (value: unknown) => void = () => undefined;
-  let rejectResult: (error: Error) => void = () => undefined;
-  const result = new Promise<unknown>((resolve, reject) => {
-    resolveResult = resolve;
-    rejectResult = reject;
-  });
-  // A caller that only stops the program and never asks for its result must not see an unhandled rejection.
-  result.catch(() => undefined);
+export async function startNodeInNamespace(ns: string | null, name: string, source: string, args: readonly (string | number)[]) {
+  let result: { readonly value: unknown } | null = null;
   const worker = await startWorkerProcess<Record<string, unknown>>({
     name,
     ...(ns === null ? {} : { command: 'ip' }),
@@ -34,9 +19,22 @@ export async function startNodeInNamespace(ns: string | null, name: string, sour
     },
     onLine: (line) => {
       const o = jsonLine(line);
-      if (o !== null && 'result' in o) resolveResult(o.result);
+      if (o !== null && 'result' in o) result ??= { value: o.result };
     },
   });
-  void worker.outputEnded.then(() => rejectResult(new Error(`${name} ended without a result`)));
-  return { pid: worker.pid, ready: worker.ready, result, stop: () => worker.stop() };
+  const ended = worker.outputEnded.then(() => {
+    if (result === null) throw new Error(`${name} ended without a result`);
+    return result.value;
+  });
+  // A caller that only stops the program and never asks for its result must not see an unhandled rejection.
+  ended.catch(() => undefined);
+  return {
+    pid: worker.pid,
+    /** The ready line's fields. */
+    ready: worker.ready,
+    /** The result line's `result` once the program's output has ended; rejects if it ended without one. */
+    result: ended,
+    /** SIGTERM (the program reports and exits; SIGKILL after 5 s); resolves when it has exited. */
+    stop: () => worker.stop(),
+  };
 }

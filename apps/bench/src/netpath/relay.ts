@@ -7,11 +7,9 @@ import { ensureForwarderBinary } from './build.js';
 import type { ForwarderStats } from './forwarder-process.js';
 import { startForwarder } from './forwarder-process.js';
 
-export type RelayProtocol = 'tcp' | 'udp';
-
 export interface RelayOptions {
   readonly target: { readonly host: string; readonly port: number };
-  readonly protocol: RelayProtocol;
+  readonly protocol: 'tcp' | 'udp';
   /** One-way delay in ms, each direction. */
   readonly delayMs: number;
   /** Probability of dropping each datagram, each direction (UDP only). */
@@ -19,39 +17,26 @@ export interface RelayOptions {
   readonly seed?: number;
 }
 
-export interface RunningRelay {
-  readonly pid: number;
-  readonly host: string;
-  readonly port: number;
-  stats(): Promise<ForwarderStats>;
-  /** Resolves with its last stats. */
-  stop(): Promise<ForwarderStats | null>;
-}
+export type RunningRelay = Awaited<ReturnType<typeof startRelay>>;
 
-/** A TCP relay holds what is in flight (never dropped): room for a busy WAN's 15 ms of traffic. */
-const QUEUE = { packets: 16_384, bytes: 32 << 20 };
-
-export async function startRelay(o: RelayOptions): Promise<RunningRelay> {
+export async function startRelay(o: RelayOptions) {
   const loss = o.lossRate ?? 0;
   if (o.protocol === 'tcp' && loss > 0) throw new Error('the relay cannot drop TCP segments: loss needs the packet path');
   const forwarder = await startForwarder({
     binary: ensureForwarderBinary(),
     ends: { kind: 'relay', protocol: o.protocol, target: o.target },
-    upDelayUs: o.delayMs * 1000,
-    downDelayUs: o.delayMs * 1000,
-    upLoss: loss,
-    downLoss: loss,
+    delayMs: { up: o.delayMs, down: o.delayMs },
+    loss: { up: loss, down: loss },
     seed: o.seed ?? 1,
-    upRateBps: 0,
-    downRateBps: 0,
-    burstBytes: 0,
-    queuePackets: QUEUE.packets,
-    queueBytes: QUEUE.bytes,
+    // A TCP relay holds what is in flight (never dropped): room for a busy WAN's 15 ms of traffic.
+    queuePackets: 16_384,
+    queueBytes: 32 << 20,
     // No real-time priority or locked memory for a fallback that runs without root.
     realtimePriority: 0,
   });
   const port = forwarder.ready.port;
   if (port === null) throw new Error('the relay announced no port');
+  // stop() resolves with its last stats.
   return { pid: forwarder.pid, host: '127.0.0.1', port, stats: () => forwarder.stats(), stop: () => forwarder.stop() };
 }
 

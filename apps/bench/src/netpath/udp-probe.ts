@@ -2,6 +2,7 @@
 // client's that sends numbered datagrams at a set rate and times each echo. It measures the RTT
 // the path really gives (what a benchmark must report) and checks every echoed byte: each
 // datagram's content is a function of its number, so a changed or cut datagram is counted.
+import type { NamespacedNode } from './node-in-namespace.js';
 import { startNodeInNamespace } from './node-in-namespace.js';
 
 const ECHO_SOURCE = `
@@ -88,16 +89,14 @@ function probeResult(value: unknown): UdpProbeResult {
 /** Round trips from `clientNs` to an echo at `serverIp` in `serverNs` (either null: the host's namespace). */
 export async function probeUdp(clientNs: string | null, serverNs: string | null, serverIp: string, o: UdpProbeOptions = {}): Promise<UdpProbeResult> {
   const echo = await startNodeInNamespace(serverNs, 'the UDP echo', ECHO_SOURCE, [serverIp]);
+  let prober: NamespacedNode | null = null;
   try {
     const port = echo.ready.port;
     if (typeof port !== 'number') throw new Error('the UDP echo announced no port');
-    const prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [serverIp, port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, WAIT_MS]);
-    try {
-      return probeResult(await prober.result);
-    } finally {
-      await prober.stop();
-    }
+    prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [serverIp, port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, WAIT_MS]);
+    return probeResult(await prober.result);
   } finally {
+    await prober?.stop();
     await echo.stop();
   }
 }

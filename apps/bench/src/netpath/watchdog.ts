@@ -43,16 +43,8 @@ process.stdin.on('end', cleanUp);
 lines.on('error', cleanUp);
 `;
 
-export interface PathWatchdog {
-  readonly pid: number;
-  /** Tells the watchdog which forwarder to stop if we die. */
-  forwarder(pid: number, executable: string): void;
-  /** We cleaned up ourselves: the watchdog exits without doing anything. */
-  done(): void;
-}
-
 /** Starts the watchdog for `namespaces` (before they exist, so no moment is unguarded). */
-export function startPathWatchdog(namespaces: readonly string[]): PathWatchdog {
+export function startPathWatchdog(namespaces: readonly string[]) {
   const child = spawn(process.execPath, ['-e', WATCHDOG_SOURCE, ...namespaces], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
   child.unref();
   const pipe = child.stdin;
@@ -62,7 +54,9 @@ export function startPathWatchdog(namespaces: readonly string[]): PathWatchdog {
   if ('unref' in pipe && typeof pipe.unref === 'function') pipe.unref();
   return {
     pid: child.pid,
-    forwarder: (pid, exe) => void pipe.write(`${JSON.stringify({ forwarder: pid, exe })}\n`),
+    /** Tells the watchdog which forwarder to stop if we die. */
+    forwarder: (pid: number, exe: string) => void pipe.write(`${JSON.stringify({ forwarder: pid, exe })}\n`),
+    /** We cleaned up ourselves: the watchdog exits without doing anything. */
     done: () => void pipe.end(`${JSON.stringify({ done: true })}\n`),
   };
 }

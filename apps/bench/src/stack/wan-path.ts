@@ -70,6 +70,18 @@ export interface VariantPath {
 /** RTT probes: enough for a p50/p99 (100 round trips at 250/s: 0.4 s). */
 const PROBES = { count: 100, ratePerSec: 250 };
 
+/** No path at all: the client talks to Postgres on the host directly. */
+export const NO_PATH: VariantPath = {
+  mode: 'none',
+  serverHost: '127.0.0.1',
+  serverNs: null,
+  clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
+  endpoint: async (_protocol, port) => ({ host: '127.0.0.1', port }),
+  forwarderPid: () => null,
+  facts: async () => ({ mode: 'none', rttMs: null, rttP99Ms: null, randomDrops: null, queueDrops: null, lateP99Us: null, forwarderSched: null, description: 'none: straight to Postgres on the host' }),
+  close: async () => undefined,
+};
+
 async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPath> {
   const path = await createPacketPath({
     delayMs: spec.delayMs,
@@ -80,13 +92,12 @@ async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPa
     ...(clients === 'process' ? { server: 'host' } : { client: 'host' }),
   });
   const clientNs = path.clientNs;
-  let closed = false;
   return {
     mode: 'packet',
     serverHost: path.serverIp,
     serverNs: path.serverNs,
     clientCommand: (args) =>
-      clientNs === null ? { command: process.execPath, args: [...args] } : { command: 'ip', args: ['netns', 'exec', clientNs, process.execPath, ...args] },
+      clientNs === null ? NO_PATH.clientCommand(args) : { command: 'ip', args: ['netns', 'exec', clientNs, process.execPath, ...args] },
     endpoint: async (_protocol, port) => ({ host: path.serverIp, port }),
     forwarderPid: () => path.forwarderPid,
     facts: async () => {
@@ -104,11 +115,8 @@ async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPa
         description: path.description,
       };
     },
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      await path.close();
-    },
+    // path.close() runs once: a second call gets the first one's promise.
+    close: () => path.close().then(() => undefined),
   };
 }
 
@@ -118,16 +126,14 @@ function relayPath(spec: WanSpec): VariantPath {
   const relays = new Map<string, Promise<RunningRelay>>();
   const started: RunningRelay[] = [];
   return {
+    // On the host like no path at all; each relay's port is where the clients connect.
+    ...NO_PATH,
     mode: 'relay',
-    serverHost: '127.0.0.1',
-    serverNs: null,
-    clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
     endpoint: async (protocol, port) => {
       const key = `${protocol}:${port}`;
       let relay = relays.get(key);
       if (relay === undefined) {
-        const lossRate = protocol === 'udp' ? spec.lossRate : 0;
-        relay = startRelay({ target: { host: '127.0.0.1', port }, protocol, delayMs: spec.delayMs, lossRate, seed: spec.seed });
+        relay = startRelay({ target: { host: '127.0.0.1', port }, protocol, delayMs: spec.delayMs, lossRate: protocol === 'udp' ? spec.lossRate : 0, seed: spec.seed });
         relays.set(key, relay);
         started.push(await relay);
       }
@@ -164,15 +170,3 @@ export async function openPath(mode: PathMode, spec: WanSpec, clients: ClientSid
 export function upstreamBehind(path: VariantPath, pg: { readonly host: string; readonly port: number; readonly socketDir: string }): { host: string; port: number } {
   return { host: path.serverNs === null ? pg.host : pg.socketDir, port: pg.port };
 }
-
-/** No path at all: the client talks to Postgres on the host directly. */
-export const NO_PATH: VariantPath = {
-  mode: 'none',
-  serverHost: '127.0.0.1',
-  serverNs: null,
-  clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
-  endpoint: async (_protocol, port) => ({ host: '127.0.0.1', port }),
-  forwarderPid: () => null,
-  facts: async () => ({ mode: 'none', rttMs: null, rttP99Ms: null, randomDrops: null, queueDrops: null, lateP99Us: null, forwarderSched: null, description: 'none: straight to Postgres on the host' }),
-  close: async () => undefined,
-};
