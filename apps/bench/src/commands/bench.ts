@@ -1,8 +1,7 @@
-// `quicpool-bench bench` (`pnpm bench`): does multiplexing beat TCP pooling for a client 30 ms
-// away? Runs the scenarios over the packet-level WAN path (as root; else the relay, and the report
-// says so), against the real quicpool daemon, R rounds each; prints a line per second and a
-// summary; writes bench-results/<timestamp>/ (CSVs, summary.json, report.html, report.png,
-// <scenario>.png). Each variant's client process is this program again (`--bench-worker variant`).
+// `quicpool-bench bench` (`pnpm bench`): does multiplexing beat TCP pooling for a client 30 ms away? The scenarios over
+// the packet-level WAN path (as root; else the relay, and the report says so), against the real quicpool daemon, R
+// rounds each; a line per second, then a summary; bench-results/<timestamp>/ gets CSVs, summary.json, report.html,
+// report.png, <scenario>.png. Each variant's client process is this program (`--bench-worker variant`).
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { PostgresServer } from '@quicpool/pg-fixture';
@@ -32,11 +31,8 @@ function progressPrinter(tty: boolean): NonNullable<BenchContext['onRow']> {
   };
 }
 
-/**
- * The client processes run this program. A copy of its folder in a private one
- * keeps a run safe from a rebuild of dist/ while it runs (tsup cleans the folder first); it sits
- * under node_modules/.cache so that its imports resolve exactly as from dist/.
- */
+// The client processes run this program: a private copy of its folder keeps a run safe from a rebuild of dist/ (tsup
+// cleans the folder first); under node_modules/.cache, its imports resolve exactly as from dist/.
 function privateProgramCopy(program: string): { script: string; remove: () => void } {
   const dir = dirname(program);
   const cache = join(resolve(dir, '../..'), 'node_modules', '.cache');

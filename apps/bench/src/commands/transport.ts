@@ -1,19 +1,16 @@
-// `quicpool-bench transport` (`pnpm bench:transport`): what one 200-byte request/response costs over
-// each transport, client and server in separate processes (CPU µs per round trip per side, round
-// trips/s, latency, RSS); the round trips to a first response through a 15 ms WAN, fresh QUIC against
-// 0-RTT; and this machine's floor for QUIC (quiche alone in memory, UDP alone). --io: the UDP I/O
-// paths of the QUIC rows (`native`, the batched module, skipped with a note where it is missing;
-// `dgram`). --matrixai: connections x streams of the @matrixai/quic high-level reference (streams < 1000).
-// --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every figure
-// in the table is the median of its N runs: single runs on this shared 2-core machine move by 10-20%.
+// `quicpool-bench transport` (`pnpm bench:transport`): what one 200-byte request/response costs over each transport,
+// client and server in separate processes (CPU µs per round trip per side, round trips/s, latency, RSS); the round
+// trips to a first response through a 15 ms WAN, fresh QUIC against 0-RTT; and this machine's floor for QUIC (quiche
+// alone in memory, UDP alone). --io: the UDP I/O paths of the QUIC rows (`native`, the batched module, skipped with a
+// note where it is missing; `dgram`). --matrixai: connections x streams of the @matrixai/quic high-level reference
+// (streams < 1000). --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every
+// figure in the table is the median of its N runs: single runs on this shared 2-core machine move by 10-20%.
 import { udpIoStatus } from '@quicpool/transport';
 import type { UdpIoKind } from '@quicpool/transport';
 import { defineCommand, JSON_OPTION, UsageError, wholeOption } from '../command-line.js';
-import type { FirstResponseResult } from '../transport/first-response.js';
 import { measureFirstResponse } from '../transport/first-response.js';
 import type { PingPongResult, PingPongVariant } from '../transport/pingpong-harness.js';
 import { pingPongLabel, runPingPong } from '../transport/pingpong-harness.js';
-import type { Floor } from '../transport/quic-floor.js';
 import { measureFloor } from '../transport/quic-floor.js';
 import { medianRows, printTable, quicVsTcp, summary } from '../transport/summary.js';
 
@@ -31,7 +28,6 @@ export const command = defineCommand({
   },
   async run({ values, program }) {
     const durationMs = Number(values.duration);
-    const warmupMs = Number(values.warmup);
     const only = new Set(values.only.split(','));
     const rounds = wholeOption('rounds', values.rounds);
     const native = udpIoStatus();
@@ -67,14 +63,12 @@ export const command = defineCommand({
     const pingPong = async (round: number, variant: PingPongVariant): Promise<void> => {
       const label = pingPongLabel(variant);
       process.stderr.write(`running ${label}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} ...\n`);
-      const row = await attempt(label, () => runPingPong({ ...variant, durationMs, warmupMs, program }));
+      const row = await attempt(label, () => runPingPong({ ...variant, durationMs, warmupMs: Number(values.warmup), program }));
       if (row !== null) runs.push(row);
     };
 
     for (let round = 1; round <= rounds; round++) {
-      if (only.has('tcp')) {
-        for (const sockets of [1, 40, 2000]) await pingPong(round, { transport: 'tcp', connections: sockets, streamsPerConnection: 1 });
-      }
+      if (only.has('tcp')) for (const sockets of [1, 40, 2000]) await pingPong(round, { transport: 'tcp', connections: sockets, streamsPerConnection: 1 });
       if (only.has('quic')) {
         for (const [connections, streamsPerConnection] of QUIC_SCENARIOS) {
           for (const udpIo of ioPaths) await pingPong(round, { transport: 'quic', connections, streamsPerConnection, udpIo });
@@ -83,17 +77,10 @@ export const command = defineCommand({
       if (only.has('matrixai')) for (const variant of matrixai) await pingPong(round, variant);
     }
     const rows = medianRows(runs);
-    let first: FirstResponseResult | null = null;
-    if (only.has('first')) {
-      process.stderr.write('running first response through the relay ...\n');
-      first = await attempt('first response', () => measureFirstResponse(15));
-    }
-
-    let floor: Floor | null = null;
-    if (only.has('floor')) {
-      process.stderr.write('running floor (quiche alone, Node UDP alone, native UDP alone) ...\n');
-      floor = await measureFloor();
-    }
+    if (only.has('first')) process.stderr.write('running first response through the relay ...\n');
+    const first = only.has('first') ? await attempt('first response', () => measureFirstResponse(15)) : null;
+    if (only.has('floor')) process.stderr.write('running floor (quiche alone, Node UDP alone, native UDP alone) ...\n');
+    const floor = only.has('floor') ? await measureFloor() : null;
 
     printTable(rows, durationMs, rounds);
     const ratios = quicVsTcp(rows, quicIo);

@@ -1,9 +1,7 @@
-// `quicpool-bench wire` (`pnpm bench:wire`): backend-message decoding throughput of @quicpool/wire
-// against pg-protocol's Parser (node-postgres's own), on one recorded-shape byte stream of
-// `SELECT trunc(random() * 100) FROM generate_series(1, 10)` responses. By default it replays
-// src/wire/select-trunc.bin.gz: the responses of a real PostgreSQL to that query, recorded with
-// --record postgresql://user:pass@host:port/db (to --fixture FILE, then exit); --fixture FILE
-// replays other bytes (gzipped or not), --synthesize generates the stream instead.
+// `quicpool-bench wire` (`pnpm bench:wire`): backend-message decoding throughput of @quicpool/wire against
+// pg-protocol's Parser (node-postgres's own) on `SELECT trunc(random() * 100) FROM generate_series(1, 10)` responses:
+// by default src/wire/select-trunc.bin.gz, a real PostgreSQL's, recorded by --record <postgres URL> (to --fixture FILE,
+// then exit); --fixture FILE replays other bytes (gzipped or not), --synthesize generates them.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
@@ -107,24 +105,17 @@ export const command = defineCommand({
       },
     ];
 
-    const results = measure(contenders, chunks, {
-      rounds: Number(args.rounds),
-      passes: Number(args.passes),
-      warmupMs: Number(args.warmup),
-    });
+    const results = measure(contenders, chunks, { rounds: Number(args.rounds), passes: Number(args.passes), warmupMs: Number(args.warmup) });
 
     const expected = results[3]!.messagesPerPass;
     if (fixture === undefined && expected !== queries * MESSAGES_PER_QUERY) {
       throw new Error(`pg-protocol saw ${expected} messages, expected ${queries * MESSAGES_PER_QUERY}`);
     }
-    for (const r of results) {
-      if (r.messagesPerPass !== expected) throw new Error(`${r.name} saw ${r.messagesPerPass} messages, pg-protocol ${expected}`);
-    }
+    for (const r of results) if (r.messagesPerPass !== expected) throw new Error(`${r.name} saw ${r.messagesPerPass} messages, pg-protocol ${expected}`);
 
     const pg = results[3]!.messagesPerSecond;
     const ratio = (r: Result): number => r.messagesPerSecond / pg;
-    const fmt = (x: number, d: number): string => x.toFixed(d);
-    const rows = results.map((r) => [r.name, fmt(r.messagesPerSecond / 1e6, 2), fmt(r.megabytesPerSecond, 1), `${fmt(ratio(r), 2)}x`]);
+    const rows = results.map((r) => [r.name, (r.messagesPerSecond / 1e6).toFixed(2), r.megabytesPerSecond.toFixed(1), `${ratio(r).toFixed(2)}x`]);
     const header = ['decoder', 'M msg/s', 'MB/s', 'vs pg-protocol'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
     const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -133,17 +124,15 @@ export const command = defineCommand({
       `wire bench: ${stream.length} bytes, ${expected} backend messages (${source}), ` +
         `${chunks.length} chunks of ${args.chunk} B, median of ${args.rounds} interleaved rounds x ${args.passes} passes, node ${process.version}`,
     );
-    console.log(line(header));
-    console.log(line(widths.map((w) => '-'.repeat(w))));
-    for (const row of rows) console.log(line(row));
+    for (const row of [header, widths.map((w) => '-'.repeat(w)), ...rows]) console.log(line(row));
     console.log(`targets: frame-only >= 2x pg-protocol, typed >= 1x pg-protocol`);
 
     if (args.json) {
       console.log(
         JSON.stringify({
-          rawVsPgProtocol: Number(fmt(ratio(results[0]!), 3)),
-          rawMessageVsPgProtocol: Number(fmt(ratio(results[1]!), 3)),
-          typedVsPgProtocol: Number(fmt(ratio(results[2]!), 3)),
+          rawVsPgProtocol: Number(ratio(results[0]!).toFixed(3)),
+          rawMessageVsPgProtocol: Number(ratio(results[1]!).toFixed(3)),
+          typedVsPgProtocol: Number(ratio(results[2]!).toFixed(3)),
           messagesPerSecond: Object.fromEntries(results.map((r) => [r.name, Math.round(r.messagesPerSecond)])),
           bytes: stream.length,
           messages: expected,

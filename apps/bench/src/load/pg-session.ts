@@ -1,10 +1,9 @@
 // A node-postgres session (one pg.Client, one TCP connection). Two ways to run a query:
-// - default: what node-postgres does for a query without parameters, the simple Query message,
-//   one round trip;
-// - prepare (--original-exact): what the original benchmark's Rust client did, prepare then execute
-//   as two round trips: Parse+Describe+Sync, wait for ReadyForQuery, then Bind+Execute+Sync. This
-//   is what put the article's TCP plateau at 500 sessions / (2 x RTT). It goes through pg's public
-//   "submittable" extension point (as pg-cursor does), so pg's own state machine stays consistent.
+// - default: what node-postgres does for a query without parameters, the simple Query message, one round trip;
+// - prepare (--original-exact): what the original benchmark's Rust client did, prepare then execute as two round trips:
+//   Parse+Describe+Sync, wait for ReadyForQuery, then Bind+Execute+Sync. This is what put the article's TCP plateau at
+//   500 sessions / (2 x RTT). It goes through pg's public "submittable" extension point (as pg-cursor does), so pg's
+//   own state machine stays consistent.
 import pg from 'pg';
 import type { ClientConfig, Connection, Submittable } from 'pg';
 import type { Session } from './session-pool.js';
@@ -49,20 +48,12 @@ function exchange(client: pg.Client, write: (connection: Connection) => void): P
 
 let statements = 0;
 
-export interface PgSessionOptions {
-  config: ClientConfig;
-  /** Prepare every statement: two round trips per query, as the original client. */
-  prepare?: boolean;
-}
-
-/** Opens one session; resolves once authenticated and ready. */
-export async function openPgSession(options: PgSessionOptions): Promise<Session> {
+/** Opens one session; resolves once authenticated and ready. `prepare`: two round trips per query, as the original client. */
+export async function openPgSession(options: { config: ClientConfig; prepare?: boolean }): Promise<Session> {
   const client = new pg.Client(options.config);
   // A dropped connection must fail its queries, not crash the benchmark with an unhandled 'error'.
   let broken: unknown = null;
-  client.on('error', (error: unknown) => {
-    broken = error;
-  });
+  client.on('error', (error: unknown) => (broken = error));
   await client.connect();
   return {
     async query(sql: string): Promise<void> {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from './clock.js';
-import { runOpenLoop } from './open-loop.js';
+import type { Clock } from './generators.js';
+import { runOpenLoop } from './generators.js';
 import { RampTicker, dueBy, offeredTotal } from './schedule.js';
 import type { ClientVariant } from './variant.js';
 import { LoadRecorder } from '../telemetry/recorder.js';

@@ -1,13 +1,8 @@
-// The open-loop arrival schedule: a linear ramp of the offered rate from startRate to endRate
-// (queries/s) over durationMs. Queries are due by the integral of the rate, so at any instant the
-// number issued is floor(N(t)) whatever the tick spacing: the schedule is smooth at 10 ms ticks and
-// reproduces the original's coarse steps at 500 ms ticks, and the total is the same either way.
+// The open-loop arrival schedule: a linear ramp of the offered rate from startRate to endRate (queries/s) over
+// durationMs. Queries are due by the integral of the rate, so at any instant the number issued is floor(N(t)) whatever
+// the tick spacing: smooth at 10 ms ticks, the original's coarse steps at 500 ms ticks, the same total either way.
 
-export interface Ramp {
-  startRate: number;
-  endRate: number;
-  durationMs: number;
-}
+export type Ramp = { startRate: number; endRate: number; durationMs: number };
 
 /** Queries due by `elapsedMs` into the ramp: floor(start*t + (end-start)*t^2/(2*D)), t clamped to D. */
 export function dueBy(ramp: Ramp, elapsedMs: number): number {
@@ -20,19 +15,14 @@ export function dueBy(ramp: Ramp, elapsedMs: number): number {
 }
 
 /** Every query the ramp offers: the area under the rate line. */
-export function offeredTotal(ramp: Ramp): number {
-  return dueBy(ramp, ramp.durationMs);
-}
+export const offeredTotal = (ramp: Ramp): number => dueBy(ramp, ramp.durationMs);
 
 /** Turns clock readings into "issue this many now". */
 export class RampTicker {
   private issuedSoFar = 0;
 
   /** maxPerTick bounds one burst (after a stalled event loop); the rest is issued on later ticks, not dropped. */
-  constructor(
-    readonly ramp: Ramp,
-    private readonly maxPerTick = 100_000,
-  ) {}
+  constructor(readonly ramp: Ramp, private readonly maxPerTick = 100_000) {}
 
   get issued(): number {
     return this.issuedSoFar;

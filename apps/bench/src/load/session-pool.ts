@@ -1,16 +1,12 @@
-// A fixed pool of N sessions with one FIFO wait queue, shared by every client variant so that they
-// differ only in how a session talks to Postgres. Bounded: at most `maxQueue` waiters (the rest are
-// refused at once as 'queue-full'), and a waiter past its deadline is dropped instead of run, so an
-// overloaded run shows failed queries rather than growing memory without limit.
+// A fixed pool of N sessions with one FIFO wait queue, shared by every client variant so they differ only in how a
+// session talks to Postgres. Bounded: at most `maxQueue` waiters (the rest refused at once, 'queue-full'), and a waiter
+// past its deadline is dropped, not run, so an overloaded run shows failed queries, not memory growing without limit.
 import type { ClientVariant } from './variant.js';
 import { Fifo, QueryRejected } from './variant.js';
 import { performance } from 'node:perf_hooks';
 
 /** One Postgres session of a variant: runs one query at a time. */
-export interface Session {
-  query(sql: string): Promise<void>;
-  close(): Promise<void>;
-}
+export type Session = { query(sql: string): Promise<void>; close(): Promise<void> };
 
 export interface PooledVariantOptions {
   name: string;
@@ -23,6 +19,8 @@ export interface PooledVariantOptions {
   connectConcurrency?: number;
   /** Clock of the deadlines. Default performance.now. */
   now?: () => number;
+  /** Runs once the sessions are closed (what they were opened over). */
+  afterClose?: () => Promise<void>;
 }
 
 type Waiter = { sql: string; deadline: number; resolve: () => void; reject: (error: unknown) => void };
@@ -98,5 +96,6 @@ export class PooledVariant implements ClientVariant {
     const sessions = this.all.splice(0);
     this.idle.length = 0;
     await Promise.allSettled(sessions.map((s) => s.close()));
+    await this.options.afterClose?.();
   }
 }

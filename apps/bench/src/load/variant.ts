@@ -14,10 +14,9 @@ export interface ClientVariant {
   /** Opens every session (startup + auth); rejects if any cannot be opened. */
   open(): Promise<void>;
   /**
-   * Runs one query, waiting for a free session first (FIFO) if all are busy: the wait is part of
-   * the query's latency. `deadline` is a `performance.now()` instant after which the generator has
-   * already counted the query as failed (timeout): a variant should drop it from its wait queue
-   * rather than run it. Rejects with QueryRejected (queue full, timeout, closed) or a driver error.
+   * Runs one query, waiting for a free session first (FIFO) if all are busy: the wait is part of its latency. Past
+   * `deadline` (a `performance.now()` instant) the generator has counted it failed (timeout): a variant should drop it
+   * from its wait queue rather than run it. Rejects with QueryRejected (queue full, timeout, closed) or a driver error.
    */
   query(sql: string, deadline: number): Promise<void>;
   /** Closes every session; pending queries are rejected. Idempotent. */
@@ -32,9 +31,7 @@ export class QueryRejected extends Error {
   }
 }
 
-export function failureReasonOf(error: unknown): FailureReason {
-  return error instanceof QueryRejected ? error.reason : 'error';
-}
+export const failureReasonOf = (error: unknown): FailureReason => (error instanceof QueryRejected ? error.reason : 'error');
 
 /** The queues of the load generator and the session pool: an array with a moving head, compacted once half of it is consumed. */
 export class Fifo<T> {

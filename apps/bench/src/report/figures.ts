@@ -1,7 +1,6 @@
-// The figures of one variant run, computed once and shared by the terminal table, summary.json,
-// the --json line and the HTML report, so they can never disagree: throughput and latency, and
-// where the CPU went (per process, per step of the load, and split into a fixed cost per second
-// and a cost per query by a straight-line fit over the seconds of the run).
+// The figures of one variant run, computed once and shared by the terminal table, summary.json, the --json line and the
+// HTML report, so they never disagree: throughput and latency, and where the CPU went (per process, per step of the
+// load, and as a fixed cost per second plus a cost per query, fitted over the run's seconds).
 import type { VariantRun } from '../scenarios/types.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import { PROCESS_CPU } from '../telemetry/csv.js';
@@ -38,8 +37,7 @@ function stepFigures(run: VariantRun): StepFigures[] {
   const steps: StepFigures[] = [];
   if (run.probeRows.length > 0) steps.push(stepOf('probe', run.probeRows));
   const load = run.rows.slice(0, run.loadRows);
-  const closed = new Set(run.rowSteps).size > 1 || run.scenario === 'capacity';
-  if (closed) {
+  if (new Set(run.rowSteps).size > 1 || run.scenario === 'capacity') {
     for (const step of [...new Set(run.rowSteps.slice(0, run.loadRows))]) steps.push(stepOf(`step ${step + 1}`, load.filter((_, i) => run.rowSteps[i] === step)));
     return steps;
   }
@@ -52,11 +50,8 @@ function stepFigures(run: VariantRun): StepFigures[] {
 export const busiestStep = (f: VariantFigures): StepFigures | null =>
   f.steps.filter((s) => s.label !== 'probe').reduce<StepFigures | null>((best, s) => (best === null || s.qps > best.qps ? s : best), null);
 
-/**
- * Least squares of CPU ms per second against queries per second, over the probe's and the load's
- * seconds: `fixedMsPerSec` is the CPU per second that does not depend on the load (timers, polling,
- * keep-alives), `usPerQuery` the CPU per query on top of it.
- */
+// Least squares of CPU ms per second against queries per second over the probe's and the load's seconds: `fixedMsPerSec`
+// is the CPU per second that does not depend on the load (timers, polling, keep-alives), `usPerQuery` the CPU per query on top.
 export function cpuFit(rows: readonly TelemetryRow[], ms: (r: TelemetryRow) => number | null): { fixedMsPerSec: number; usPerQuery: number } | null {
   const points = rows.flatMap((r) => {
     const y = ms(r);
@@ -77,14 +72,9 @@ export function cpuFit(rows: readonly TelemetryRow[], ms: (r: TelemetryRow) => n
 
 /** Mean latency (ms) of the queries answered in these rows (each row's mean weighted by its answers); null: none answered. */
 export function meanLatencyMs(rows: readonly TelemetryRow[]): number | null {
-  let weighted = 0;
-  let answered = 0;
-  for (const row of rows) {
-    if (row.average_query_time_us === null) continue;
-    weighted += row.average_query_time_us * (row.number_of_queries_processed ?? 0);
-    answered += row.number_of_queries_processed ?? 0;
-  }
-  return answered === 0 ? null : weighted / answered / 1000;
+  const timed = rows.filter((r) => r.average_query_time_us !== null);
+  const answered = sum(timed, (r) => r.number_of_queries_processed);
+  return answered === 0 ? null : sum(timed, (r) => (r.average_query_time_us ?? 0) * (r.number_of_queries_processed ?? 0)) / answered / 1000;
 }
 
 export function variantFigures(run: VariantRun) {
@@ -129,8 +119,7 @@ export const rttOf = (runs: readonly VariantRun[]): number | null => runs.find((
 
 /** Little's law: at most `sessions` queries in flight, each taking at least `trips` RTTs. */
 export function littleBound(sessions: number, rttMs: number | null, roundTripsPerQuery = 1): number | null {
-  if (rttMs === null || rttMs <= 0) return null;
-  return Math.round((sessions * 1000) / (rttMs * roundTripsPerQuery));
+  return rttMs === null || rttMs <= 0 ? null : Math.round((sessions * 1000) / (rttMs * roundTripsPerQuery));
 }
 
 export const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>

@@ -1,27 +1,16 @@
-// The report, as self-contained HTML (inline SVG, no scripts, no network). Its first screen is
-// what a reader came for: the question, one generated answer per scenario, and the headline
-// figure (the seed's six panels for `original`, TCP and QUIC on the same axes). Then one section
-// per scenario, sanity checks (capacity, direct) last. The headline and each section become a
-// PNG of their own (chromium.ts), each sized to fit in 2,000 px.
+// The report, as self-contained HTML (inline SVG, no scripts, no network). Its first screen is what a reader came for:
+// the question, one generated answer per scenario, and the headline figure (the seed's six panels for `original`, TCP
+// and QUIC on the same axes). Then one section per scenario, sanity checks (capacity, direct) last. The headline and
+// each section become a PNG of their own (chromium.ts), each sized to fit in 2,000 px.
 import { WORKLOAD_SQL } from '../load/variant.js';
-import type { RoundStat, ScenarioResult, VariantRun } from '../scenarios/types.js';
+import type { SetupFacts } from '../scenarios/run-bench.js';
+import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import { variantFigures } from './figures.js';
 import type { MachineDescription } from './machine.js';
 import { machineLine } from './machine.js';
 import type { Series } from './svg-chart.js';
 import { PALETTE, escapeXml, lineChart } from './svg-chart.js';
-
-/** How the run was set up: stated on the first screen. */
-export interface SetupFacts {
-  readonly wanPath: 'packet' | 'relay';
-  /** Why the relay was used instead of the packet path (null: the packet path ran). */
-  readonly fallback: string | null;
-  readonly rttConfiguredMs: number;
-  readonly congestion: { readonly tcp: string; readonly quic: string; readonly pacing: string };
-  readonly scale: string;
-  readonly rounds: number;
-}
 
 export type ReportData = Readonly<{ createdAt: string; command: string; machine: MachineDescription; setup: SetupFacts; results: readonly ScenarioResult[] }>;
 
@@ -67,11 +56,6 @@ const grid = (id: string, panels: readonly Panel[], runs: readonly VariantRun[])
 
 const shownRuns = (r: Ran): readonly VariantRun[] => r.rounds[r.shownRound] ?? [];
 
-function statCell(s: RoundStat): string {
-  const spread = s.values.length > 1 ? ` <span class="range">(${f(s.min)}–${f(s.max)})</span>` : '';
-  return `<b>${f(s.median, 3)}</b>${spread}`;
-}
-
 function figuresTable(r: Ran): string {
   const keys = [...r.keyFigures, ...Object.keys(r.figures).filter((k) => !r.keyFigures.includes(k))].slice(0, 14);
   const rounds = r.rounds.length;
@@ -80,7 +64,9 @@ function figuresTable(r: Ran): string {
     const s = r.figures[k];
     if (s === undefined) return '';
     const mark = r.unstable.includes(k) ? ' class="unstable"' : r.keyFigures.includes(k) ? ' class="key"' : '';
-    return `<tr${mark}><td>${escapeXml(k)}</td><td>${statCell(s)}</td>${rounds > 1 ? s.values.map((v) => `<td>${f(v, 3)}</td>`).join('') : ''}</tr>`;
+    const spread = s.values.length > 1 ? ` <span class="range">(${f(s.min)}–${f(s.max)})</span>` : '';
+    const perRound = rounds > 1 ? s.values.map((v) => `<td>${f(v, 3)}</td>`).join('') : '';
+    return `<tr${mark}><td>${escapeXml(k)}</td><td><b>${f(s.median, 3)}</b>${spread}</td>${perRound}</tr>`;
   });
   return `<table class="figures">${head}${body.join('')}</table>`;
 }

@@ -4,7 +4,6 @@ import { cpus, loadavg, release, totalmem, type as osType } from 'node:os';
 
 export type MachineDescription = ReturnType<typeof describeMachine>;
 
-/** The 1-minute load average now, to two decimals. */
 export const load1 = (): number => Number((loadavg()[0] ?? 0).toFixed(2));
 
 export function describeMachine() {

@@ -1,8 +1,7 @@
-// The figures of a steady run (`--steady RATE`: the same offered rate from the first second of
-// the load to the last), per variant, medians over the rounds: the pooler's CPU per query over the
-// whole load (its CPU summed over the load's seconds, divided by the queries answered in them),
-// and the mean latency of the load's first second against that of the seconds after it (the cold
-// start: server connections opened, code warming up).
+// The figures of a steady run (`--steady RATE`: the same offered rate from the first second of the load to the last),
+// per variant, medians over the rounds: the pooler's CPU per query over the whole load (its CPU summed over the load's
+// seconds, divided by the queries answered in them), and the mean latency of the load's first second against that of
+// the seconds after it (the cold start: server connections opened, code warming up).
 import { meanLatencyMs } from './figures.js';
 import { median } from './median.js';
 import { round1, round2 } from './round.js';
@@ -10,9 +9,7 @@ import type { ScenarioResult, VariantRun } from '../scenarios/types.js';
 
 /** The first second's mean latency against the later seconds', and firstMs / laterMs. */
 type FirstSecond = { readonly firstMs: number | null; readonly laterMs: number | null; readonly ratio: number | null };
-
-/** Per variant (tcp, quic, pgbouncer ...). */
-type SteadyFigures = { readonly poolerUsPerQuery: Record<string, number | null>; readonly firstSecond: Record<string, FirstSecond> };
+type SteadyFigures = ReturnType<typeof steadyFigures>;
 
 const orNull = (round: (x: number) => number, value: number | null): number | null => (value === null ? null : round(value));
 
@@ -24,8 +21,8 @@ function poolerUsPerQuery(run: VariantRun): number | null {
   return answered === 0 ? null : (ms * 1000) / answered;
 }
 
-/** The steady figures of one scenario's rounds. */
-export function steadyFigures(result: Extract<ScenarioResult, { kind: 'ran' }>): SteadyFigures {
+/** The steady figures of one scenario's rounds, per variant (tcp, quic, pgbouncer ...). */
+export function steadyFigures(result: Extract<ScenarioResult, { kind: 'ran' }>) {
   const runs = result.rounds.flat();
   const poolerUs: Record<string, number | null> = {};
   const firstSecond: Record<string, FirstSecond> = {};
@@ -43,7 +40,6 @@ export function steadyFigures(result: Extract<ScenarioResult, { kind: 'ran' }>):
   return { poolerUsPerQuery: poolerUs, firstSecond };
 }
 
-/** Terminal lines of the steady figures. */
 export function steadyLines(scenario: string, f: SteadyFigures): string[] {
   const out = [`${scenario}, steady load (medians of rounds):`];
   for (const [variant, us] of Object.entries(f.poolerUsPerQuery)) {
@@ -53,13 +49,12 @@ export function steadyLines(scenario: string, f: SteadyFigures): string[] {
   return out;
 }
 
-/** The steady figures of each scenario that ran. */
 export function steadyByScenario(results: readonly ScenarioResult[]): Map<string, SteadyFigures> {
   return new Map(results.flatMap((r) => (r.kind === 'ran' ? [[r.plan.name, steadyFigures(r)] as const] : [])));
 }
 
 /** The --json fields of a steady run: steadyPoolerUsPerQuery {tcp, quic, pgbouncer ...} and steadyFirstSecond. */
-export function steadyJson(by: Map<string, SteadyFigures>): { steadyPoolerUsPerQuery: Record<string, number | null>; steadyFirstSecond: Record<string, FirstSecond> } {
+export function steadyJson(by: Map<string, SteadyFigures>) {
   const us: Record<string, number | null> = {};
   const first: Record<string, FirstSecond> = {};
   for (const [scenario, f] of by) {

@@ -1,30 +1,15 @@
 // Line charts as inline SVG strings: the report must open offline (no CDN, no network), so the
 // charts are drawn here rather than by a plotting library in the browser.
 
-export interface Series {
-  name: string;
-  color: string;
-  /** [x, y]; y null = no value (a gap in the line). */
-  points: ReadonlyArray<readonly [number, number | null]>;
-  dashed?: boolean;
-}
+/** points: [x, y]; y null = no value (a gap in the line). */
+export type Series = { name: string; color: string; points: ReadonlyArray<readonly [number, number | null]>; dashed?: boolean };
 
-export interface ChartOptions {
-  /** Marks the SVG (data-panel) so tests and readers can find a panel. */
-  id: string;
-  title: string;
-  xLabel: string;
-  yLabel: string;
-  series: readonly Series[];
-  width: number;
-  height: number;
-}
+/** id marks the SVG (data-panel) so tests and readers can find a panel. */
+type ChartOptions = Readonly<{ id: string; title: string; xLabel: string; yLabel: string; series: readonly Series[]; width: number; height: number }>;
 
 export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];
 
-export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
+export const escapeXml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** 'Nice' tick step (1, 2 or 5 x 10^k) giving about `target` ticks over [0, max]. */
 function niceStep(max: number, target = 5): number {
@@ -32,8 +17,7 @@ function niceStep(max: number, target = 5): number {
   const raw = max / target;
   const magnitude = 10 ** Math.floor(Math.log10(raw));
   const residual = raw / magnitude;
-  const nice = residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 5 ? 5 : 10;
-  return nice * magnitude;
+  return (residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 5 ? 5 : 10) * magnitude;
 }
 
 function formatTick(value: number): string {

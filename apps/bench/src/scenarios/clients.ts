@@ -1,7 +1,6 @@
-// The client variants, built inside the client process from their JSON spec: node-postgres
-// sessions over TCP (TLS after SSLRequest, as psql and pg do) or over QUIC streams of
-// @quicpool/client, all behind the same session pool, queue bound and deadlines; and the three
-// connect-per-request clients, which open a session for every query and close it after the row.
+// The client variants, built in the client process from their JSON spec: node-postgres sessions over TCP (TLS after
+// SSLRequest, as psql and pg do) or over QUIC streams of @quicpool/client, all behind the same session pool, queue
+// bound and deadlines; and three connect-per-request clients, a session per query, closed after its row.
 import pg from 'pg';
 import { pgStream, QuicClient, SessionManager, StartupHints } from '@quicpool/client';
 import type { SessionManagerOptions } from '@quicpool/client';
@@ -14,14 +13,9 @@ import type { CongestionControl } from '../netpath/netpath.js';
 import type { PgTarget } from '../stack/postgres.js';
 import type { ClientSpec } from './types.js';
 
-/** Where the client connects (the path's end for the pooler, or Postgres itself), and how it logs in. */
-export interface ClientTarget extends PgTarget {
-  /** The daemon's development CA; null: no TLS (straight to Postgres). */
-  readonly caPem: string | null;
-  readonly serverName: string;
-  /** quiche's congestion control on the client side (the same as the server's). */
-  readonly congestionControl: CongestionControl;
-}
+// Where the client connects (the path's end for the pooler, or Postgres itself), and how it logs in. caPem: the daemon's
+// development CA (null: no TLS, straight to Postgres); congestionControl: quiche's on the client side (as the server's).
+export type ClientTarget = PgTarget & Readonly<{ caPem: string | null; serverName: string; congestionControl: CongestionControl }>;
 
 export type BuiltClient = ClientVariant & { info: () => Record<string, number> };
 
@@ -31,10 +25,8 @@ const MAX_CONNECTING = 500;
 type Action = () => Promise<void>;
 const nothing: Action = async () => undefined;
 
-/**
- * A variant whose every query is a whole session: `session` connects, runs the query and returns
- * the session's close, which runs on after the row (it is not part of the time to the first row).
- */
+// A variant whose every query is a whole session: `session` connects, runs the query and returns the session's close,
+// which runs on after the row (not part of the time to the first row).
 function perRequest(name: string, session: (sql: string) => Promise<Action>, o: { info: BuiltClient['info']; open?: Action; close?: Action }): BuiltClient {
   let inFlight = 0;
   const closing = new Set<Promise<void>>();
@@ -102,21 +94,13 @@ export function buildClient(name: string, spec: ClientSpec, t: ClientTarget): Bu
     case 'quic': {
       const manager = newManager({ maxConnections: spec.connections, streamsPerConnection: spec.streams });
       const connect = async () => openPgSession({ config: { ...login, stream: await pgStream(manager) }, prepare: spec.prepare });
-      const pool = new PooledVariant({ name, sessions: spec.connections * spec.streams, connectConcurrency: 200, connect });
-      return {
-        name,
-        sessions: pool.sessions,
-        open: () => pool.open(),
-        query: (sql, deadline) => pool.query(sql, deadline),
-        close: async () => {
-          await pool.close();
-          await manager.close({ graceful: false });
-        },
+      const afterClose = (): Promise<void> => manager.close({ graceful: false });
+      return Object.assign(new PooledVariant({ name, sessions: spec.connections * spec.streams, connectConcurrency: 200, connect, afterClose }), {
         info: () => {
           const s = manager.stats();
           return { connections: s.connections, handshakes: s.handshakes, connectionsLost: s.connectionsLost };
         },
-      };
+      });
     }
     case 'connect-tcp': {
       let sessions = 0;

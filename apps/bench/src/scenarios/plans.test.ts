@@ -3,7 +3,7 @@ import type { BenchSettings } from './plans.js';
 import { planFor, scaleFromCapacity, seedScale, sessionShape } from './plans.js';
 import { roundStat, unstable } from './run-scenario.js';
 
-const settings: BenchSettings = { quick: false, originalExact: false, seedScale: false, delayMs: 15, rampSeconds: 15, probeSeconds: 2, lossRate: 0.01, steadyRate: null, pgbouncer: false, workers: 1 };
+const settings: BenchSettings = { quick: false, originalExact: false, seedScale: false, delayMs: 15, rampSeconds: 15, probeSeconds: 2, lossRate: 0.01, steadyRate: null, pgbouncer: false };
 
 describe('load scaled to the machine', () => {
   it('peaks at 70% of the lower capacity and puts TCP\'s wall at half of it', () => {

@@ -1,43 +1,20 @@
-// What each scenario runs, scaled to the machine. The full stack's capacity per transport is
-// measured first (capacity: the same client, daemon and path with no added delay, closed loop);
-// every WAN ramp then peaks at 70% of the lower of TCP's and QUIC's, so latency is the network's,
-// not a starved CPU's. Session counts put TCP's Little's-law wall, sessions / (round trips per
-// query x RTT), at half of that peak, so TCP visibly hits it while the machine has headroom
-// (sockets: TCP gets the QUIC side's connection count, as in the seed, so its wall is lower still;
-// fair and loss: equal sessions, the wall twice the peak).
-// --seed-scale keeps the original benchmark's own numbers instead (500 TCP sessions, 50 x 40
-// QUIC streams, 100 -> 5,000 q/s), which this machine cannot carry.
+// What each scenario runs, scaled to the machine. The full stack's capacity per transport is measured first (capacity:
+// the same client, daemon and path with no added delay, closed loop); every WAN ramp then peaks at 70% of the lower of
+// TCP's and QUIC's, so latency is the network's, not a starved CPU's. Session counts put TCP's Little's-law wall,
+// sessions / (round trips per query x RTT), at half of that peak, so TCP visibly hits it while the machine has headroom
+// (sockets: TCP gets the QUIC side's connection count, as in the seed, so its wall is lower still; fair and loss: equal
+// sessions, the wall twice the peak). --seed-scale keeps the original benchmark's own numbers instead (500 TCP
+// sessions, 50 x 40 QUIC streams, 100 -> 5,000 q/s), which this machine cannot carry.
 import type { Ramp } from '../load/schedule.js';
+import type { BenchOptions } from './run-bench.js';
 import type { LoadSpec, ScenarioName, ScenarioPlan, VariantPlan } from './types.js';
 
-export interface BenchSettings {
-  readonly quick: boolean;
-  /** The original code's load: 500 ms steps from 0, prepare + execute (two round trips). */
-  readonly originalExact: boolean;
-  readonly seedScale: boolean;
-  /** One-way delay of the WAN, ms (15: 30 ms RTT, the article's). */
-  readonly delayMs: number;
-  /** Length of every WAN ramp; in quick mode it also bounds the other scenarios' loads. */
-  readonly rampSeconds: number;
-  /** Length of the low constant-rate probe before each open-loop load (fixed costs). */
-  readonly probeSeconds: number;
-  readonly lossRate: number;
-  /** A constant offered rate (q/s) for the WAN scenarios instead of a ramp; null: ramp. */
-  readonly steadyRate: number | null;
-  /** The original scenario also runs its TCP + TLS clients through PgBouncer (a reference). */
-  readonly pgbouncer: boolean;
-  /** The quicpool daemon's worker threads (workers.count). */
-  readonly workers: number;
-}
+/** The bench's options a plan depends on (their meanings: benchOptionsOf). */
+export type BenchSettings = Pick<BenchOptions, 'quick' | 'originalExact' | 'seedScale' | 'delayMs' | 'rampSeconds' | 'probeSeconds' | 'lossRate'
+  | 'steadyRate' | 'pgbouncer'>;
 
-/** The load every WAN scenario is scaled to. */
-export interface Scale {
-  /** Peak offered rate of the WAN ramps (q/s). */
-  readonly peak: number;
-  readonly source: 'capacity' | 'given' | 'seed';
-  /** Closed-loop capacity per transport (q/s), when measured. */
-  readonly capacity: { readonly tcp: number; readonly quic: number } | null;
-}
+/** The load every WAN scenario is scaled to: the ramps' peak offered rate, and the closed-loop capacity per transport when measured (q/s). */
+export type Scale = Readonly<{ peak: number; source: 'capacity' | 'given' | 'seed'; capacity: Readonly<{ tcp: number; quic: number }> | null }>;
 
 /** Share of the lower capacity the WAN ramps peak at. */
 export const PEAK_SHARE = 0.7;
@@ -76,13 +53,12 @@ function wanRamp(s: BenchSettings, scale: Scale): { ramp: Ramp; tickMs: number }
 
 function scalingText(s: BenchSettings, scale: Scale, tcp: number, trips: number): string {
   const wall = Math.round((tcp * 1000) / (trips * 2 * s.delayMs));
-  const how =
-    scale.source === 'seed'
-      ? 'Unscaled: the original benchmark\'s numbers (--seed-scale).'
-      : scale.source === 'given'
-        ? `Peak ${scale.peak} q/s as given (--peak).`
-        : `Peak ${scale.peak} q/s = ${PEAK_SHARE * 100}% of the lower capacity (TCP ${scale.capacity?.tcp ?? '?'}, QUIC ${scale.capacity?.quic ?? '?'} q/s, closed loop, no added delay).`;
-  return `${how} TCP's Little's-law wall at the configured RTT: ${tcp} / (${trips} x ${2 * s.delayMs} ms) = ${wall} q/s.`;
+  const how: Record<Scale['source'], string> = {
+    seed: 'Unscaled: the original benchmark\'s numbers (--seed-scale).',
+    given: `Peak ${scale.peak} q/s as given (--peak).`,
+    capacity: `Peak ${scale.peak} q/s = ${PEAK_SHARE * 100}% of the lower capacity (TCP ${scale.capacity?.tcp ?? '?'}, QUIC ${scale.capacity?.quic ?? '?'} q/s, closed loop, no added delay).`,
+  };
+  return `${how[scale.source]} TCP's Little's-law wall at the configured RTT: ${tcp} / (${trips} x ${2 * s.delayMs} ms) = ${wall} q/s.`;
 }
 
 const tcpVariant = (sessions: number, prepare: boolean): VariantPlan => ({ name: 'tcp', label: `TCP + TLS, ${sessions} sessions`, client: { kind: 'pg', sessions, tls: true, prepare }, route: 'pooler' });

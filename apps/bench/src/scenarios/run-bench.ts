@@ -1,52 +1,34 @@
-// A whole benchmark run: choose the path (packet-level as root, else the relay, and say why),
-// find the Postgres and its postmaster, measure the stack's capacity when a WAN scenario needs
-// the scale, run every scenario R rounds, write the report. `pnpm bench` and the tests both run
-// this; every process it starts is stopped before it returns or throws.
+// A whole benchmark run: choose the path (packet-level as root, else the relay, and say why), find the Postgres and its
+// postmaster, measure the stack's capacity when a WAN scenario needs the scale, run every scenario R rounds, write the
+// report. `pnpm bench` and the tests both run this; every process it starts is stopped before it returns or throws.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CongestionControl } from '../netpath/netpath.js';
-import type { SetupFacts } from '../report/html.js';
 import { describeMachine } from '../report/machine.js';
-import type { WrittenReport } from '../report/write.js';
 import { writeReport } from '../report/write.js';
 import { findPgbouncer } from '../stack/pgbouncer.js';
 import { postmasterPid } from '../stack/postgres.js';
 import { choosePathMode } from '../stack/wan-path.js';
 import type { PathMode } from '../stack/wan-path.js';
 import { readProcText } from '../telemetry/proc.js';
-import type { BenchSettings, Scale } from './plans.js';
+import type { Scale } from './plans.js';
 import { planFor, scaleFromCapacity, seedScale } from './plans.js';
+import type { benchOptionsOf } from './bench-options.js';
 import type { BenchContext } from './run-variant.js';
 import { runScenario } from './run-scenario.js';
 import type { ScenarioName, ScenarioResult } from './types.js';
 
-export interface BenchOptions extends BenchSettings {
-  readonly scenarios: readonly ScenarioName[];
-  readonly rounds: number;
-  /** Skip the capacity measurement and peak every WAN ramp here (q/s). */
-  readonly peak: number | null;
-  readonly path: 'auto' | PathMode;
-  readonly congestionControl: CongestionControl;
-  readonly seed: number;
-  readonly out: string | null;
-  readonly png: boolean;
-  readonly command: string;
-}
-
-export interface BenchOutcome {
-  readonly results: readonly ScenarioResult[];
-  readonly scale: Scale;
-  readonly setup: SetupFacts;
-  readonly report: WrittenReport;
-}
+export type BenchOptions = ReturnType<typeof benchOptionsOf> & { /** The quicpool daemon's worker threads (workers.count). */ readonly workers: number };
+export type BenchOutcome = Awaited<ReturnType<typeof runBench>>;
 
 const WAN: readonly ScenarioName[] = ['original', 'sockets', 'fair', 'loss'];
 
 /** A sysctl of the host (the bench's own namespace), or '?'. */
 const hostSysctl = (key: string): string => readProcText(`/proc/sys/${key}`)?.trim() ?? '?';
 
-function congestionFacts(mode: PathMode, cc: CongestionControl): SetupFacts['congestion'] {
+/** How the run was set up, stated on the report's first screen. */
+function setupFacts(o: BenchOptions, mode: PathMode, fallback: string | null, scale: Scale) {
+  const cc = o.congestionControl;
   const host = hostSysctl('net/ipv4/tcp_congestion_control');
   // A new namespace starts from the host's default; the path sets it to cc when the allowed list has it.
   const nsDefault = hostSysctl('net/ipv4/tcp_allowed_congestion_control').split(/\s+/).includes(cc) ? cc : host;
@@ -56,8 +38,12 @@ function congestionFacts(mode: PathMode, cc: CongestionControl): SetupFacts['con
       ? `${cc} on both sides (set on each side's route to the other: ip route ... congctl; net.ipv4.tcp_congestion_control is ${nsDefault} in the client namespace, ${host} on the host)`
       : `the host's default, ${host}, on each loopback leg (the relay terminates TCP)`;
   const tcpPaces = cc === 'bbr' ? 'Linux TCP paces (bbr)' : `Linux TCP does not pace with ${cc} (it paces with bbr or the fq qdisc, which this kernel lacks)`;
-  return { tcp, quic, pacing: `${tcpPaces}; QUIC never paces: the quiche binding gives no send time JS could use (SendInfo.at is opaque).` };
+  const pacing = `${tcpPaces}; QUIC never paces: the quiche binding gives no send time JS could use (SendInfo.at is opaque).`;
+  // fallback: why the relay was used instead of the packet path (null: the packet path ran).
+  return { wanPath: mode, fallback, rttConfiguredMs: 2 * o.delayMs, congestion: { tcp, quic, pacing }, scale: scaleText(scale), rounds: o.rounds };
 }
+
+export type SetupFacts = ReturnType<typeof setupFacts>;
 
 function scaleText(scale: Scale): string {
   const texts: Record<Scale['source'], string> = {
@@ -68,7 +54,7 @@ function scaleText(scale: Scale): string {
   return texts[scale.source];
 }
 
-export async function runBench(o: BenchOptions, io: Pick<BenchContext, 'pg' | 'script' | 'log' | 'onRow'>): Promise<BenchOutcome> {
+export async function runBench(o: BenchOptions, io: Pick<BenchContext, 'pg' | 'script' | 'log' | 'onRow'>) {
   const { mode, fallback } = choosePathMode(o.path, io.log);
   const pgbouncer = o.pgbouncer ? findPgbouncer() : null;
   if (o.pgbouncer && pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (Debian: apt-get install pgbouncer)');
@@ -106,7 +92,7 @@ export async function runBench(o: BenchOptions, io: Pick<BenchContext, 'pg' | 's
         results.push({ kind: 'failed', name, title: plan.title, error: message.slice(0, 2_000) });
       }
     }
-    const setup: SetupFacts = { wanPath: mode, fallback, rttConfiguredMs: 2 * o.delayMs, congestion: congestionFacts(mode, o.congestionControl), scale: scaleText(scale), rounds: o.rounds };
+    const setup = setupFacts(o, mode, fallback, scale);
     const report = await writeReport({ results, machine: describeMachine(), setup, command: o.command, ...(o.out === null ? {} : { dir: o.out }), png: o.png });
     return { results, scale, setup, report };
   } finally {

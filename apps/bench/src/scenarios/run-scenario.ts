@@ -1,13 +1,11 @@
-// A scenario run R rounds, its variants interleaved (each round runs every variant once, in
-// alternating order, so a slow drift of the shared machine hits all of them alike); every figure
-// is then the median over the rounds with its min and max, and a key figure whose rounds differ
-// by more than 15% of the median is flagged.
+// A scenario run R rounds, its variants interleaved (each round runs every variant once, in alternating order, so a
+// slow drift of the shared machine hits all of them alike); every figure is then the median over the rounds with its
+// min and max, and a key figure whose rounds differ by more than 15% of the median is flagged.
 import { median } from '../report/median.js';
-import { cpuNotes } from './cpu-notes.js';
 import type { BenchContext } from './run-variant.js';
 import { runVariant } from './run-variant.js';
 import type { Figures } from './summaries.js';
-import { KEY_FIGURES, answerOf, summarize } from './summaries.js';
+import { KEY_FIGURES, answerOf, cpuNotes, summarize } from './summaries.js';
 import type { RoundStat, ScenarioPlan, ScenarioResult, VariantRun } from './types.js';
 
 /** Rounds of a key figure may differ by this share of their median before the scenario is flagged. */

@@ -1,7 +1,6 @@
-// One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon (or
-// PgBouncer, for the 'pgbouncer' route) behind it, the client process on the far side; each of the
-// client's rows gets the other processes' CPU of the same second (read here, from /proc); the
-// path's RTT and drops are read once the load is over. Everything started is stopped, whatever fails.
+// One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon (or PgBouncer) behind it,
+// the client process on the far side; each client row gets the other processes' CPU of the same second (from /proc);
+// the path's RTT and drops are read after the load. Everything started is stopped, whatever fails.
 import { BENCH_WORKER_FLAG } from '../commands/worker-flags.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
@@ -16,7 +15,7 @@ import type { CpuInterval } from '../telemetry/process-cpu.js';
 import { ProcessCpu } from '../telemetry/process-cpu.js';
 import { countProcFds } from '../telemetry/proc.js';
 import type { ChildConfig, ChildMessage } from './variant-child.js';
-import type { ClientResult, PhasedRow, ScenarioPlan, VariantPlan, VariantRun } from './types.js';
+import type { ClientResult, PhasedRow, ScenarioPlan, VariantPlan } from './types.js';
 
 /** Server connections per pool in every daemon the bench starts (as PgBouncer's default_pool_size). */
 const POOL_SIZE = 20;
@@ -35,7 +34,6 @@ export interface BenchContext {
   readonly congestionControl: CongestionControl;
   /** Seed of the path's random loss: the same for every variant. */
   readonly seed: number;
-  /** The quicpool daemon's worker threads. */
   readonly workers: number;
   readonly log: (line: string) => void;
   /** Every row as it arrives (progress). */
@@ -125,7 +123,7 @@ async function runClient(ctx: BenchContext, plan: ScenarioPlan, variant: Variant
   }
 }
 
-export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number): Promise<VariantRun> {
+export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant: VariantPlan, round: number) {
   const wan = plan.wan;
   const path = wan === null || variant.route === 'postgres' ? NO_PATH : await openPath(ctx.pathMode, { ...wan, seed: ctx.seed, congestionControl: ctx.congestionControl });
   try {
@@ -140,11 +138,16 @@ export async function runVariant(ctx: BenchContext, plan: ScenarioPlan, variant:
       variant: variant.name,
       round,
       result: run.result,
+      /** One row per second of the load and its drain (the CSV). */
       rows: withRtt(measured),
+      /** Rows of the load itself (the rest are the drain). */
       loadRows: measured.filter((r) => r.phase === 'load').length,
+      /** Closed loop: the step of each row. */
       rowSteps: measured.map((r) => r.step),
+      /** The constant-rate probe's rows (not in the CSV). */
       probeRows: withRtt(run.rows.filter((r) => r.phase === 'probe')),
       path: facts,
+      /** The daemon's open file descriptors with every session open (null: no daemon). */
       poolerFds: run.poolerFds,
     };
   } finally {
@@ -169,8 +172,7 @@ async function startPooler(ctx: BenchContext, variant: VariantPlan, listenHost: 
       });
     case 'pgbouncer': {
       if (ctx.pgbouncer === null) throw new Error('--pgbouncer: PgBouncer is not installed (apt-get install pgbouncer)');
-      // The daemon's development certificate (the quicpool variants before it created it), so
-      // the clients verify both poolers against the same CA.
+      // The daemon's development certificate (the quicpool variants before it created it): clients verify both poolers by one CA.
       const { caPem, certPem, keyPem } = daemonCertificates(stateDir);
       const server = { serverHost: pg.host, serverPort: pg.port, user: pg.user, password: pg.password };
       const pb = await startPgbouncer(ctx.pgbouncer, { ...server, poolSize: POOL_SIZE, listenHost, clientTls: { certPem, keyPem } });

@@ -1,8 +1,9 @@
-// Each scenario's own figures from one round's runs (Little's-law walls, plateaus, ratios, time to
-// first row in RTTs ...), which of them decide its answer, and the answer itself: one sentence
-// generated from the figures over the rounds (medians), never written by hand.
-import type { VariantFigures } from '../report/figures.js';
+// Each scenario's own figures from one round's runs (Little's-law walls, plateaus, ratios, time to first row in RTTs
+// ...), which of them decide its answer, and the answer: one sentence generated from the medians, never by hand.
+import { cpus } from 'node:os';
+import type { ProcessName, StepFigures, VariantFigures } from '../report/figures.js';
 import { busiestStep, lastSecondsRate, littleBound, ratio, rttOf, variantFigures } from '../report/figures.js';
+import { PROCESS_CPU } from '../telemetry/csv.js';
 import { PEAK_SHARE } from './plans.js';
 import type { RoundStat, ScenarioName, ScenarioPlan, VariantRun } from './types.js';
 
@@ -32,7 +33,6 @@ function fairFigures(runs: readonly VariantRun[]): Figures {
   return out;
 }
 
-/** The scenario's figures from one round. */
 export function summarize(plan: ScenarioPlan, runs: readonly VariantRun[]): Figures {
   const rtt = rttOf(runs);
   switch (plan.name) {
@@ -150,4 +150,28 @@ export function answerOf(plan: ScenarioPlan, f: Readonly<Record<string, RoundSta
     case 'direct':
       return `Sanity: straight to Postgres the harness answered ${pct(m('pgProcessedShare'))} and ${pct(m('pgPrepareProcessedShare'))} of the queries, p50 ${n(m('pgP50Ms'), 2)} ms (one round trip) vs ${n(m('pgPrepareP50Ms'), 2)} ms (prepare + execute).`;
   }
+}
+
+const list = (pick: (p: ProcessName) => number | null): string => PROCESS_CPU.map(({ process: p }) => `${p} ${n(pick(p))}`).join(', ');
+
+function busyText(top: StepFigures, cores: number): string {
+  if (top.machineMsPerSec === null) return '';
+  const ours = PROCESS_CPU.reduce((t, p) => t + (top.msPerSec[p.process] ?? 0), 0);
+  return ` The machine was ${(top.machineMsPerSec / (10 * cores)).toFixed(0)}% busy (${cores} cores; ${n(top.machineMsPerSec - ours)} ms/s of it outside these four processes).`;
+}
+
+// Where the CPU went, in words: per variant, CPU per query of each process at the busiest step, the fixed cost at the
+// probe's low rate, and how busy the machine was, so a latency reads as the network's or as a starved CPU's.
+export function cpuNotes(runs: readonly VariantRun[]): string[] {
+  const cores = cpus().length;
+  return runs.flatMap((run) => {
+    const f = variantFigures(run);
+    const top = busiestStep(f);
+    if (top === null) return [];
+    const probe = f.steps.find((s) => s.label === 'probe');
+    const fixed = probe === undefined ? '' : ` At the probe's ${n(probe.qps)} q/s, CPU ms per second: ${list((p) => probe.msPerSec[p])} (mostly fixed cost).`;
+    const pooler = f.cpuFit.pooler;
+    const fit = pooler === null ? '' : ` Straight-line fit over the run: the pooler costs ${n(pooler.fixedMsPerSec)} ms/s plus ${n(pooler.usPerQuery)} µs per query.`;
+    return [`${run.variant}: at ${n(top.qps)} q/s (its busiest step) CPU µs per query: ${list((p) => top.usPerQuery[p])}.${busyText(top, cores)}${fixed}${fit}`];
+  });
 }

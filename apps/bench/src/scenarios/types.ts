@@ -1,10 +1,10 @@
-// The shapes every scenario shares. A scenario is a plan (which client variants, over which path,
-// under which load) run R rounds, each round every variant once, one after the other (never at
-// once: they would share the 2 cores), each variant in fresh processes: its own packet path, its
-// own quicpool daemon, its own client process.
+// The shapes every scenario shares. A scenario is a plan (which client variants, over which path, under which load) run
+// R rounds, each round every variant once, one after the other (never at once: they would share the 2 cores), each
+// variant in fresh processes: its own packet path, its own quicpool daemon, its own client process.
 import type { Ramp } from '../load/schedule.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import type { FailureReason } from '../telemetry/recorder.js';
+import type { runVariant } from './run-variant.js';
 
 export type ScenarioName = 'capacity' | 'original' | 'sockets' | 'fair' | 'loss' | 'connect' | 'direct';
 
@@ -33,10 +33,7 @@ export interface VariantPlan {
   /** For people: "TCP, 22 sessions, TLS". */
   readonly label: string;
   readonly client: ClientSpec;
-  /**
-   * Through the quicpool daemon over the WAN path, through PgBouncer over the same path (a
-   * reference: `--pgbouncer`), or straight to Postgres (no path).
-   */
+  /** Through the quicpool daemon over the WAN path, through PgBouncer over it (a reference, `--pgbouncer`), or straight to Postgres (no path). */
   readonly route: 'pooler' | 'pgbouncer' | 'postgres';
 }
 
@@ -55,15 +52,8 @@ export interface ScenarioPlan {
   readonly roundTripsPerQuery: number;
 }
 
-/** A telemetry row as the client process sends it, with where in the load it belongs. */
-export interface PhasedRow {
-  readonly phase: 'probe' | 'load' | 'drain';
-  /** Closed loop: the step's index; open loop: 0. */
-  readonly step: number;
-  readonly row: TelemetryRow;
-}
-
-export type LatencySummary = Readonly<Record<'meanUs' | 'p50Us' | 'p99Us' | 'maxUs', number>>;
+/** A telemetry row as the client process sends it, with where in the load it belongs (step: the closed loop's, else 0). */
+export type PhasedRow = Readonly<{ phase: 'probe' | 'load' | 'drain'; step: number; row: TelemetryRow }>;
 
 /** What the client process reports at the end of its load. */
 export interface ClientResult {
@@ -72,11 +62,10 @@ export interface ClientResult {
   /** File descriptors the client held with every session open. */
   readonly fds: number | null;
   readonly offered: number;
-  readonly issued: number;
   readonly processed: number;
   readonly failed: number;
   readonly failures: Record<FailureReason, number>;
-  readonly latency: LatencySummary;
+  readonly latency: Readonly<Record<'meanUs' | 'p50Us' | 'p99Us' | 'maxUs', number>>;
   readonly errors: readonly string[];
   /** Transport facts (QUIC connections, handshakes, resumptions ...). */
   readonly info: Readonly<Record<string, number | string | null>>;
@@ -98,23 +87,7 @@ export interface PathFacts {
   readonly description: string;
 }
 
-export interface VariantRun {
-  readonly scenario: ScenarioName;
-  readonly variant: string;
-  readonly round: number;
-  readonly result: ClientResult;
-  /** One row per second of the load and its drain (the CSV). */
-  readonly rows: readonly TelemetryRow[];
-  /** Rows of the load itself (the rest are the drain). */
-  readonly loadRows: number;
-  /** Closed loop: the step of each row. */
-  readonly rowSteps: readonly number[];
-  /** The constant-rate probe's rows (not in the CSV). */
-  readonly probeRows: readonly TelemetryRow[];
-  readonly path: PathFacts;
-  /** The daemon's open file descriptors with every session open (null: no daemon). */
-  readonly poolerFds: number | null;
-}
+export type VariantRun = Awaited<ReturnType<typeof runVariant>>;
 
 /** A figure over the rounds: median, the spread, every round's value. */
 export type RoundStat = Readonly<{ median: number | null; min: number | null; max: number | null; values: readonly (number | null)[] }>;

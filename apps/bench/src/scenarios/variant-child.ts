@@ -1,11 +1,9 @@
-// The client process of one variant run (the load generator and the client library, nothing else,
-// so its CPU and RSS columns are the client's): opens every session, runs the load and reports on
-// stdout, one JSON object a line: {"ready":...} once the sessions are open, {"row":...} every
-// second, {"result":...} at the end. The bench's parent process reads them and adds the other
-// processes' CPU to each row. On the packet path it runs inside the client's network namespace.
+// The client process of one variant run (the load generator and the client library, nothing else, so its CPU and RSS
+// columns are the client's): opens every session, runs the load and reports on stdout, one JSON object a line:
+// {"ready":...} once the sessions are open, {"row":...} every second, {"result":...} at the end; the parent adds the
+// other processes' CPU to each row. On the packet path it runs in the client's network namespace.
 import { performance } from 'node:perf_hooks';
-import { runClosedLoop } from '../load/closed-loop.js';
-import { runOpenLoop } from '../load/open-loop.js';
+import { runClosedLoop, runOpenLoop } from '../load/generators.js';
 import { offeredTotal } from '../load/schedule.js';
 import { countProcFds } from '../telemetry/proc.js';
 import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
@@ -13,22 +11,15 @@ import type { BuiltClient, ClientTarget } from './clients.js';
 import { buildClient } from './clients.js';
 import type { ClientResult, ClientSpec, LoadSpec, PhasedRow } from './types.js';
 
-export interface ChildConfig {
-  readonly variant: string;
-  readonly client: ClientSpec;
-  readonly load: LoadSpec;
-  readonly target: ClientTarget;
-}
+export type ChildConfig = Readonly<{ variant: string; client: ClientSpec; load: LoadSpec; target: ClientTarget }>;
 
 /** A line of the client process: one of these fields set. */
 export type ChildMessage = Partial<{ readonly ready: { readonly openMs: number }; readonly row: PhasedRow; readonly result: ClientResult }>;
 
 const say = (message: ChildMessage): void => void process.stdout.write(`${JSON.stringify(message)}\n`);
 
-/**
- * Runs `load`, sending the recorder's rows as they are sampled, each of the phase `phaseOf` its
- * index; with `rest`, one more row for the last partial second, so the rows add up to the totals.
- */
+// Runs `load`, sending the recorder's rows as they are sampled, each of the phase `phaseOf` its index; with `rest`,
+// one more row for the last partial second, so the rows add up to the totals.
 async function sampled(recorder: LoadRecorder, phaseOf: (i: number) => PhasedRow['phase'], step: number, rest: boolean, load: () => Promise<unknown>): Promise<void> {
   const sampler = new TelemetrySampler({ recorder, onRow: (row, index) => say({ row: { phase: phaseOf(index), step, row } }) });
   sampler.start();
@@ -73,12 +64,11 @@ export async function runVariantChild(config: ChildConfig): Promise<void> {
     const fds = countProcFds('self');
     say({ ready: { openMs } });
     const { recorder, offered } = await runLoad(client, config.load);
-    const { issued, processed, failed } = recorder.totals();
+    const { processed, failed } = recorder.totals();
     const h = recorder.total;
     const latency = { meanUs: Math.round(h.mean), p50Us: h.percentile(50), p99Us: h.percentile(99), maxUs: h.max };
-    const failures = { ...recorder.failures };
-    const errors = [...recorder.errorSamples];
-    say({ result: { sessions: client.sessions, openMs, fds, offered, issued, processed, failed, failures, latency, errors, info: client.info() } });
+    const { failures, errorSamples: errors } = recorder;
+    say({ result: { sessions: client.sessions, openMs, fds, offered, processed, failed, failures, latency, errors, info: client.info() } });
   } finally {
     await client.close();
   }

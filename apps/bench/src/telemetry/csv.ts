@@ -26,7 +26,6 @@ export const PROCESS_CPU = [
 /** One telemetry row (one second of one client variant). null = not applicable (empty cell). */
 export type TelemetryRow = { readonly [K in (typeof CSV_COLUMNS)[number]]: number | null };
 
-/** A row with every cell empty. */
 export const EMPTY_ROW = Object.fromEntries(CSV_COLUMNS.map((column) => [column, null])) as TelemetryRow;
 
 function cell(value: number | null): string {

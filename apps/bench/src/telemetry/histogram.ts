@@ -1,7 +1,6 @@
-// A log-linear latency histogram in the spirit of HdrHistogram: values below 2*SUB are counted
-// exactly, above that each power of two is split into SUB equal buckets, so any reported
-// percentile is within 1/SUB (0.8%) of the true value. Fixed memory, O(1) record, no allocation
-// on the hot path: the load generator records every query at up to tens of thousands per second.
+// A log-linear latency histogram in the spirit of HdrHistogram: values below 2*SUB are counted exactly, each power of
+// two above is split into SUB equal buckets, so a percentile is within 1/SUB (0.8%) of the true value. Fixed memory,
+// O(1) record, no allocation on the hot path (every query, up to tens of thousands per second).
 
 const SUB_BITS = 7;
 const SUB = 1 << SUB_BITS; // 128 buckets per power of two
@@ -65,7 +64,6 @@ export class Histogram {
     if (this.total === 0) return 0;
     const rank = nearestRank(p, this.total);
     let seen = 0;
-    // Bounded by BUCKETS iterations.
     for (let i = 0; i < BUCKETS; i++) {
       seen += this.counts[i] ?? 0;
       if (seen >= rank) return Math.max(this.minValue, Math.min(this.maxValue, upperOf(i)));
@@ -82,13 +80,5 @@ export class Histogram {
       this.minValue = Math.min(this.minValue, other.minValue);
       this.maxValue = Math.max(this.maxValue, other.maxValue);
     }
-  }
-
-  reset(): void {
-    this.counts.fill(0);
-    this.total = 0;
-    this.sum = 0;
-    this.minValue = Number.POSITIVE_INFINITY;
-    this.maxValue = 0;
   }
 }

@@ -2,14 +2,13 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { childPids, ProcessCpu } from './process-cpu.js';
-import { countSocketLinks, parseOpenFileLimit, parseStatCpuTicks, parseStatState, parseStatTimes, parseStatusRssBytes, readProcFds, readProcSample } from './proc.js';
+import { countSocketLinks, parseOpenFileLimit, parseStatState, parseStatTimes, parseStatusRssBytes, readProcFds, readProcSample } from './proc.js';
 
 describe('/proc reader', () => {
   it('parses utime+stime after a command name with spaces and parentheses', () => {
     const stat = '4242 (my (odd) proc) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 11 0 12345 1000000 2000 18446744073709551615';
-    expect(parseStatCpuTicks(stat)).toBe(325);
     expect(parseStatTimes(stat)).toEqual({ user: 250, system: 75 });
-    expect(parseStatCpuTicks('garbage')).toBeNull();
+    expect(parseStatTimes('garbage')).toBeNull();
   });
 
   it('reads the state letter after a command name with parentheses', () => {

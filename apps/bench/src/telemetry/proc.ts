@@ -1,51 +1,38 @@
-// Reads a process's CPU time and resident memory from /proc, the way the original benchmark did,
-// so the set-up's other processes (pooler, forwarder, Postgres) can be measured from outside. Linux only: on other
-// systems (or when the process is gone) the readers return null and the CSV columns stay empty.
+// Reads a process's CPU time and resident memory from /proc, as the original benchmark did, so the set-up's other
+// processes (pooler, forwarder, Postgres) are measured from outside. Linux only: elsewhere, or for a process gone, the
+// readers return null and the CSV columns stay empty.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
-export type ProcSample = NonNullable<ReturnType<typeof readProcSample>>;
+/** f(), or null when it throws (a /proc entry gone or another user's, not Linux, a command missing). */
+function orNull<T>(f: () => T): T | null {
+  try {
+    return f();
+  } catch {
+    return null;
+  }
+}
 
 const confCache = new Map<string, number>();
 
 /** A positive number from `getconf NAME` (memoized), or `fallback` when it cannot be read. */
 export function getconfNumber(name: string, fallback: number): number {
   let value = confCache.get(name);
-  if (value !== undefined) return value;
-  try {
-    value = Number(execFileSync('getconf', [name], { encoding: 'utf8', timeout: 2000 }).trim());
-    if (!Number.isFinite(value) || value <= 0) value = fallback;
-  } catch {
-    value = fallback;
+  if (value === undefined) {
+    const read = Number(orNull(() => execFileSync('getconf', [name], { encoding: 'utf8', timeout: 2000 }).trim()));
+    value = Number.isFinite(read) && read > 0 ? read : fallback;
+    confCache.set(name, value);
   }
-  confCache.set(name, value);
   return value;
 }
 
-/** Kernel clock ticks per second (USER_HZ), what /proc/<pid>/stat counts CPU time in. */
-export function clockTicksPerSecond(): number {
-  return getconfNumber('CLK_TCK', 100); // 100: the value on every mainstream Linux architecture
-}
+/** Kernel clock ticks per second (USER_HZ), what /proc/<pid>/stat counts CPU time in; 100 on every mainstream Linux architecture. */
+export const clockTicksPerSecond = (): number => getconfNumber('CLK_TCK', 100);
 
 /** The text of a /proc file, or null when it cannot be read (gone, not Linux, another user's). */
-export function readProcText(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
-}
+export const readProcText = (path: string): string | null => orNull(() => readFileSync(path, 'utf8'));
 
-/** utime+stime in ticks from the text of /proc/<pid>/stat (see parseStatTimes). */
-export function parseStatCpuTicks(stat: string): number | null {
-  const t = parseStatTimes(stat);
-  return t === null ? null : t.user + t.system;
-}
-
-/**
- * utime and stime in ticks from the text of /proc/<pid>/stat. The command name (field 2) is in
- * parentheses and may itself contain spaces and parentheses, so fields are counted from the last ')'.
- */
+/** utime and stime (ticks) from /proc/<pid>/stat; counted from the last ')', as the command name may hold spaces and parentheses. */
 export function parseStatTimes(stat: string): { readonly user: number; readonly system: number } | null {
   const close = stat.lastIndexOf(')');
   if (close < 0) return null;
@@ -78,7 +65,6 @@ export function readProcSample(pid: number) {
   const rss = status === null ? null : parseStatusRssBytes(status);
   if (times === null || rss === null) return null;
   const ms = 1000 / clockTicksPerSecond();
-  // cpuMs: utime + stime; userMs: utime alone (time in user mode).
   return { cpuMs: (times.user + times.system) * ms, userMs: times.user * ms, rssBytes: rss };
 }
 
@@ -91,38 +77,16 @@ export function processSyscalls(pid: number): { reads: number; writes: number } 
 }
 
 /** How many file descriptors `pid` (or this process: 'self') has open, or null when unreadable; cheap (no readlink). */
-export function countProcFds(pid: number | 'self'): number | null {
-  try {
-    return readdirSync(`/proc/${pid}/fd`).length;
-  } catch {
-    return null;
-  }
-}
+export const countProcFds = (pid: number | 'self'): number | null => orNull(() => readdirSync(`/proc/${pid}/fd`).length);
 
 /** How many of these /proc/<pid>/fd link targets are sockets (TCP, UDP, unix: links named `socket:[inode]`). */
-export function countSocketLinks(targets: readonly string[]): number {
-  return targets.filter((t) => t.startsWith('socket:[')).length;
-}
+export const countSocketLinks = (targets: readonly string[]): number => targets.filter((t) => t.startsWith('socket:[')).length;
 
-/**
- * A process's open file descriptors (entries of /proc/<pid>/fd) and how many are sockets, or null
- * when they cannot be read. A descriptor closed between the listing and its readlink is not counted.
- */
+/** Open descriptors of `pid` (/proc/<pid>/fd) and how many are sockets, or null; one closed before its readlink is not counted. */
 export function readProcFds(pid: number): { readonly fds: number; readonly sockets: number } | null {
-  let names: string[];
-  try {
-    names = readdirSync(`/proc/${pid}/fd`);
-  } catch {
-    return null;
-  }
-  const targets: string[] = [];
-  for (const name of names) {
-    try {
-      targets.push(readlinkSync(`/proc/${pid}/fd/${name}`));
-    } catch {
-      // closed meanwhile
-    }
-  }
+  const names = orNull(() => readdirSync(`/proc/${pid}/fd`));
+  if (names === null) return null;
+  const targets = names.flatMap((name) => orNull(() => readlinkSync(`/proc/${pid}/fd/${name}`)) ?? []);
   return { fds: targets.length, sockets: countSocketLinks(targets) };
 }
 

@@ -1,16 +1,10 @@
-// CPU of the set-up's processes per interval, read from /proc by the bench's parent process (so
-// that measuring costs the measured processes nothing): the packet forwarder (or relay), the
-// quicpool daemon, every process of the Postgres server (the postmaster's children: its backends
-// and background workers), and the whole machine's busy time, from which the rest is "other".
-import type { ProcSample } from './proc.js';
+// CPU of the set-up's processes per interval, read from /proc by the bench's parent process (measuring costs the
+// measured processes nothing): the packet forwarder (or relay), the quicpool daemon, every process of the Postgres
+// server (the postmaster's children) and the whole machine's busy time, the rest of which is "other".
 import { clockTicksPerSecond, readProcSample, readProcText } from './proc.js';
 
-export interface ProcessPids {
-  readonly forwarder: number | null;
-  readonly pooler: number | null;
-  /** The postmaster: its children are summed. */
-  readonly postgres: number | null;
-}
+/** postgres: the postmaster, whose children are summed. */
+type ProcessPids = Readonly<Record<'forwarder' | 'pooler' | 'postgres', number | null>>;
 
 /** CPU milliseconds of each process in an interval (null when absent or unreadable), the pooler's RSS at its end. */
 export type CpuInterval = ReturnType<ProcessCpu['next']>;
@@ -32,7 +26,7 @@ function machineBusyMs(): number | null {
 }
 
 /** CPU ms so far of each process (the postmaster and each child by pid), the pooler's RSS, the machine's busy time. */
-function readAll(pids: ProcessPids): { forwarder: number | null; pooler: ProcSample | null; postgres: Map<number, number>; machine: number | null } {
+function readAll(pids: ProcessPids) {
   const postgres = new Map<number, number>();
   for (const pid of pids.postgres === null ? [] : [pids.postgres, ...childPids(pids.postgres)]) {
     const ms = readProcSample(pid)?.cpuMs;
@@ -56,18 +50,14 @@ export class ProcessCpu {
     const before = this.last;
     this.last = now;
     const delta = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : Math.max(0, a - b));
-    let postgresMs: number | null = null;
-    if (this.pids.postgres !== null) {
-      postgresMs = 0;
-      // A backend that started in the interval counts from its start; one that ended is lost
-      // (at most one interval of it; the pooler keeps its server connections open).
-      for (const [pid, ms] of now.postgres) postgresMs += Math.max(0, ms - (before.postgres.get(pid) ?? 0));
-    }
+    // A backend that started in the interval counts from its start; one that ended is lost (at most one interval of it;
+    // the pooler keeps its server connections open).
+    const postgres = [...now.postgres].reduce((sum, [pid, ms]) => sum + Math.max(0, ms - (before.postgres.get(pid) ?? 0)), 0);
     return {
       forwarderMs: delta(now.forwarder, before.forwarder),
       poolerMs: delta(now.pooler?.cpuMs ?? null, before.pooler?.cpuMs ?? null),
       poolerRssBytes: now.pooler?.rssBytes ?? null,
-      postgresMs,
+      postgresMs: this.pids.postgres === null ? null : postgres,
       /** Every CPU's busy time (user, nice, system, irq, softirq) in the interval. */
       machineMs: delta(now.machine, before.machine),
     };

@@ -1,9 +1,7 @@
-// Counts what the load generator does (issued, answered, failed, latency) and turns it into one
-// telemetry row per interval with the original benchmark's semantics: "active" is issued and not
-// yet answered (including the client-side backlog), "processed" and "failed" are per interval, CPU
-// is the client process's utime+stime delta and memory its RSS. The other processes' columns
-// (pooler, forwarder, Postgres) are left empty here: the bench's parent process fills them from
-// /proc, so that reading them costs the client nothing.
+// Counts what the load generator does (issued, answered, failed, latency) and turns it into one telemetry row per
+// interval with the original benchmark's semantics: "active" is issued and not yet answered (client-side backlog
+// included), "processed" and "failed" are per interval, CPU is the client's utime+stime delta and memory its RSS. The
+// other processes' columns are left empty: the bench's parent fills them from /proc, at no cost to the client.
 import { Histogram } from './histogram.js';
 import type { TelemetryRow } from './csv.js';
 import { EMPTY_ROW } from './csv.js';
@@ -11,24 +9,21 @@ import { EMPTY_ROW } from './csv.js';
 export type FailureReason = 'queue-full' | 'timeout' | 'error' | 'closed';
 
 export class LoadRecorder {
-  private activeCount = 0;
   /** Issued, answered and failed so far, and as they stood when the last interval ended. */
   private readonly counts = { issued: 0, processed: 0, failed: 0 };
   private taken = { ...this.counts };
   readonly failures: Record<FailureReason, number> = { 'queue-full': 0, timeout: 0, error: 0, closed: 0 };
   /** Latencies (µs) of the current interval; folded into `total` at each sample. */
-  private readonly interval = new Histogram();
+  private interval = new Histogram();
   readonly total = new Histogram();
   /** The first few distinct error messages (reason 'error'), so a report can say what went wrong. */
   readonly errorSamples: string[] = [];
 
   issued(): void {
-    this.activeCount += 1;
     this.counts.issued += 1;
   }
 
   completed(latencyUs: number): void {
-    this.activeCount -= 1;
     this.counts.processed += 1;
     this.interval.record(latencyUs);
   }
@@ -38,17 +33,14 @@ export class LoadRecorder {
       const message = error instanceof Error ? `${'code' in error ? `${String(error.code)}: ` : ''}${error.message}` : String(error);
       if (!this.errorSamples.includes(message)) this.errorSamples.push(message);
     }
-    this.activeCount -= 1;
     this.counts.failed += 1;
     this.failures[reason] += 1;
   }
 
-  get active(): number {
-    return this.activeCount;
-  }
-
+  /** So far; active: issued and not yet answered or failed. */
   totals(): { issued: number; processed: number; failed: number; active: number } {
-    return { ...this.counts, active: this.activeCount };
+    const c = this.counts;
+    return { ...c, active: c.issued - c.processed - c.failed };
   }
 
   /** Ends the current interval: its counts, and its latencies moved into the run's histogram. */
@@ -61,19 +53,18 @@ export class LoadRecorder {
     const result = { issued: c.issued - t.issued, processed: c.processed - t.processed, failed: c.failed - t.failed, ...latency };
     this.taken = { ...c };
     this.total.add(h);
-    h.reset();
+    this.interval = new Histogram();
     return result;
   }
 }
 
 /** Produces one row per second (as the original) from a recorder and this process's CPU and RSS. */
 export class TelemetrySampler {
-  readonly rows: TelemetryRow[] = [];
+  private sampled = 0;
   private timer: NodeJS.Timeout | null = null;
   private lastCpu: NodeJS.CpuUsage = process.cpuUsage();
   private lastAt = Date.now();
 
-  /** `onRow` is called with each row as it is produced. */
   constructor(private readonly options: { recorder: LoadRecorder; onRow?: (row: TelemetryRow, index: number) => void }) {}
 
   start(): void {
@@ -94,7 +85,7 @@ export class TelemetrySampler {
     const row: TelemetryRow = {
       ...EMPTY_ROW,
       timestamp_ms: at,
-      active_number_of_queries: this.options.recorder.active,
+      active_number_of_queries: this.options.recorder.totals().active,
       failed_number_of_queries: interval.failed,
       number_of_queries_processed: interval.processed,
       average_query_time_us: interval.meanUs === null ? null : Math.round(interval.meanUs),
@@ -106,8 +97,7 @@ export class TelemetrySampler {
       // Issued per second over this interval: what the schedule offered, for the x-axis of overload.
       offered_per_sec: Math.round(interval.issued / seconds),
     };
-    this.rows.push(row);
-    this.options.onRow?.(row, this.rows.length - 1);
+    this.options.onRow?.(row, this.sampled++);
     return row;
   }
 

@@ -1,16 +1,20 @@
-// The open-loop load generator: queries are issued on the ramp's schedule whether or not earlier
-// ones have finished (a closed loop would slow down with the system under test and hide overload,
-// the "coordinated omission" trap). Every query either completes, fails, or is declared failed at
-// its deadline, so the run always ends within ramp + timeout + drain, even against a hung variant.
+// The load generators. The open loop issues queries on the ramp's schedule whether or not earlier ones have finished (a
+// closed loop would slow down with the system under test and hide overload, the "coordinated omission" trap); every
+// query either completes, fails, or is declared failed at its deadline, so the run always ends within ramp + timeout +
+// drain, even against a hung variant. The closed loop only finds the machine's capacity.
+import { performance } from 'node:perf_hooks';
 import type { LoadRecorder } from '../telemetry/recorder.js';
-import type { Clock } from './clock.js';
-import { realClock } from './clock.js';
 import type { Ramp } from './schedule.js';
 import { RampTicker } from './schedule.js';
 import type { ClientVariant } from './variant.js';
 import { Fifo, WORKLOAD_SQL, failureReasonOf } from './variant.js';
 
-export interface OpenLoopOptions {
+/** The generator's only access to time, so tests can drive it with a fake clock. `now`: monotonic ms. */
+export type Clock = { now(): number; sleep(ms: number): Promise<void> };
+
+const realClock: Clock = { now: () => performance.now(), sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))) };
+
+interface OpenLoopOptions {
   variant: ClientVariant;
   recorder: LoadRecorder;
   ramp: Ramp;
@@ -23,10 +27,7 @@ export interface OpenLoopOptions {
   onTick?: (elapsedMs: number) => void;
 }
 
-/**
- * Runs the ramp. `durationMs`: from the first tick to the last query settled; `rampMs`: the time
- * the ramp itself took (>= ramp.durationMs).
- */
+/** Runs the ramp. `durationMs`: from the first tick to the last query settled; `rampMs`: the ramp itself (>= ramp.durationMs). */
 export async function runOpenLoop(options: OpenLoopOptions): Promise<{ issued: number; durationMs: number; rampMs: number }> {
   const clock = options.clock ?? realClock;
   const tickMs = Math.max(1, options.tickMs ?? 10);
@@ -81,9 +82,33 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<{ issued: n
 
   // Drain: wait for every issued query to settle; the deadline sweep bounds this by timeoutMs.
   const drainUntil = clock.now() + timeoutMs + 1000;
-  while (recorder.active > 0 && clock.now() < drainUntil) {
+  while (recorder.totals().active > 0 && clock.now() < drainUntil) {
     await clock.sleep(tickMs);
     sweep(clock.now());
   }
   return { issued: ticker.issued, durationMs: clock.now() - start, rampMs };
+}
+
+/** Safety bound on the queries of one worker. */
+const MAX_QUERIES_PER_WORKER = 10_000_000;
+
+type ClosedLoopOptions = { variant: ClientVariant; recorder: LoadRecorder; workers: number; durationMs: number; timeoutMs: number };
+
+// A closed loop: K workers each issue the next query as soon as the previous one returns. Used only to find the
+// machine's capacity (the highest rate it sustains), never to measure latency under load.
+export async function runClosedLoop(options: ClosedLoopOptions): Promise<void> {
+  const end = performance.now() + options.durationMs;
+  const worker = async (): Promise<void> => {
+    for (let n = 0; n < MAX_QUERIES_PER_WORKER && performance.now() < end; n++) {
+      const t0 = performance.now();
+      options.recorder.issued();
+      try {
+        await options.variant.query(WORKLOAD_SQL, t0 + options.timeoutMs);
+        options.recorder.completed((performance.now() - t0) * 1000);
+      } catch (error) {
+        options.recorder.failed(failureReasonOf(error), error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.workers }, worker));
 }
