@@ -25,11 +25,6 @@ export interface Invocation<O extends Options> {
   readonly program: string;
 }
 
-export interface CommandSpec<O extends Options> {
-  readonly options: O;
-  run(invocation: Invocation<O>): Promise<number | null>;
-}
-
 /** The `--json` option every benchmark shares: with it the last stdout line is one JSON object. */
 export const JSON_OPTION = { json: { type: 'boolean', default: false } } as const;
 
@@ -42,7 +37,7 @@ export function usageOf(command: string, options: Options, summary?: string): st
   return [...(summary === undefined ? [] : [summary]), `usage: ${command} [options]`, ...parts, '  --help'].join('\n');
 }
 
-export function defineCommand<O extends Options>(spec: CommandSpec<O>): Command {
+export function defineCommand<O extends Options>(spec: { readonly options: O; run(invocation: Invocation<O>): Promise<number | null> }): Command {
   return {
     options: spec.options,
     run(args, program) {

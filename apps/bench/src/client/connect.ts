@@ -3,9 +3,7 @@
 // TLS, which the daemon has no listener for), and the quicpool client over QUIC.
 import pg from 'pg';
 import { QuicPool, SessionManager } from '@quicpool/client';
-import type { FastStartMode, StartupHints } from '@quicpool/client';
-import type { SessionManagerOptions } from '@quicpool/client';
-import type { QuicTicketStore } from '@quicpool/transport';
+import type { FastStartMode, SessionManagerOptions } from '@quicpool/client';
 
 export interface Login {
   readonly user: string;
@@ -29,20 +27,8 @@ export function tlsClientConfig(t: BenchTargets, login: Login): pg.ClientConfig 
 }
 
 /** Session manager options for the QUIC listener (certificate and name verified). */
-export function quicManagerOptions(t: BenchTargets, extra: Partial<SessionManagerOptions> = {}, memory?: ClientMemory): SessionManagerOptions {
-  return {
-    endpoints: [`${t.host}:${t.quicPort}`],
-    ca: t.caPem,
-    serverName: 'localhost',
-    ...(memory !== undefined ? { tickets: memory.tickets, startupHints: memory.hints } : {}),
-    ...extra,
-  };
-}
-
-/** What a client keeps from its previous connections to a pooler: session tickets and login hints. */
-export interface ClientMemory {
-  readonly tickets: QuicTicketStore;
-  readonly hints: StartupHints;
+export function quicManagerOptions(t: BenchTargets, extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions {
+  return { endpoints: [`${t.host}:${t.quicPort}`], ca: t.caPem, serverName: 'localhost', ...extra };
 }
 
 /** A QuicPool on its own manager. */

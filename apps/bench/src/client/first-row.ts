@@ -7,7 +7,7 @@ import pg from 'pg';
 import { QuicClient, SessionManager, StartupHints } from '@quicpool/client';
 import type { FastStartMode, SessionManagerOptions } from '@quicpool/client';
 import { QuicTicketStore } from '@quicpool/transport';
-import type { BenchTargets, ClientMemory, Login } from './connect.js';
+import type { BenchTargets, Login } from './connect.js';
 import { firstRowMs, quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
 import { median } from '../report/median.js';
 
@@ -19,9 +19,11 @@ import { median } from '../report/median.js';
 export const COLD_PATHS = ['tcpTls', 'quic', 'quic0rtt', 'quic0rttPgStartup', 'quic0rttReadOnly'] as const;
 export type ColdPath = (typeof COLD_PATHS)[number];
 
+/** A value per key, in the order of `keys`. */
+export const byKey = <K extends string, V>(keys: readonly K[], f: (k: K) => V): Record<K, V> =>
+  Object.fromEntries(keys.map((k) => [k, f(k)])) as Record<K, V>;
 /** A figure per cold-start path, in COLD_PATHS order. */
-export const byColdPath = (f: (p: ColdPath) => number): Record<ColdPath, number> =>
-  Object.fromEntries(COLD_PATHS.map((p) => [p, f(p)])) as Record<ColdPath, number>;
+export const byColdPath = <V>(f: (p: ColdPath) => V): Record<ColdPath, V> => byKey(COLD_PATHS, f);
 
 export type ColdStartResult = Awaited<ReturnType<typeof measureColdStart>>;
 export type PathRtts = Awaited<ReturnType<typeof measurePathRtts>>;
@@ -44,37 +46,31 @@ export async function roundTripMs(query: () => Promise<unknown>): Promise<number
 
 /** What one round trip costs on each path: `select 1` on an already open session (one untimed first), ms. */
 export async function measurePathRtts(t: BenchTargets, login: Login) {
-  const tcp = new pg.Client(tlsClientConfig(t, login));
-  await tcp.connect();
-  await tcp.query(QUERY);
-  const tcpMs = await roundTripMs(() => tcp.query(QUERY));
-  await tcp.end();
+  const rttOn = async (c: pg.Client | QuicClient): Promise<number> => {
+    await c.connect();
+    await c.query(QUERY);
+    const ms = await roundTripMs(() => c.query(QUERY));
+    await c.end();
+    return ms;
+  };
+  const tcpMs = await rttOn(new pg.Client(tlsClientConfig(t, login)));
   const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1 }));
-  const quic = new QuicClient({ ...login, sessions: manager });
-  await quic.connect();
-  await quic.query(QUERY);
-  const quicMs = await roundTripMs(() => quic.query(QUERY));
-  await quic.end();
+  const quicMs = await rttOn(new QuicClient({ ...login, sessions: manager }));
   await manager.close();
   return { tcpMs, quicMs };
 }
 
-interface QuicFirstRow {
-  readonly ms: number;
-  readonly resumed: boolean;
-  readonly earlyData: boolean;
-  /** The first query left right behind the last login message (QuicClient's fast start). */
-  readonly pipelined: boolean;
-}
-
-const newMemory = (): ClientMemory => ({ tickets: new QuicTicketStore(), hints: new StartupHints() });
+/** What a client keeps from its previous connections to a pooler: session tickets and login hints (manager options). */
+const newMemory = () => ({ tickets: new QuicTicketStore(), startupHints: new StartupHints() });
 
 /**
  * A new manager (nothing open) with what the client remembers: nothing = a client that never
  * talked to this pooler (full handshake); the previous run's ticket and login hints = 0-RTT.
  */
-async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory, fastStart: FastStartMode = true, extra: Partial<SessionManagerOptions> = {}): Promise<QuicFirstRow> {
-  const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1, ...extra }, memory));
+async function quicFirstRow(
+  t: BenchTargets, login: Login, memory: ReturnType<typeof newMemory>, fastStart: FastStartMode = true, extra: Partial<SessionManagerOptions> = {},
+) {
+  const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1, ...memory, ...extra }));
   const pool = quicPool(login, 1, manager, fastStart);
   try {
     const t0 = performance.now();
@@ -87,6 +83,7 @@ async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory,
     client.release();
     // The handshake is done by now (the row came back); the ticket for the next run follows it.
     for (let waited = 0; memory.tickets.size === 0 && waited < 3_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    // pipelined: the first query left right behind the last login message (QuicClient's fast start).
     return { ms, resumed: manager.stats().resumptions > 0, earlyData, pipelined };
   } finally {
     await pool.end();
@@ -101,7 +98,7 @@ async function quicFirstRow(t: BenchTargets, login: Login, memory: ClientMemory,
  * one's first row (`resumed` and `earlyData` say whether it really was 0-RTT). `extra`: more
  * manager options (a client certificate for `cert` logins).
  */
-export async function readOnlyZeroRttFirstRow(readOnly: BenchTargets, login: Login, extra: Partial<SessionManagerOptions> = {}): Promise<QuicFirstRow> {
+export async function readOnlyZeroRttFirstRow(readOnly: BenchTargets, login: Login, extra: Partial<SessionManagerOptions> = {}) {
   const memory = newMemory();
   await quicFirstRow(readOnly, login, memory, true, extra);
   return quicFirstRow(readOnly, login, memory, 'early-data', extra);
@@ -112,7 +109,7 @@ export async function readOnlyZeroRttFirstRow(readOnly: BenchTargets, login: Log
  * medians. `readOnly`: the same path to a pooler with the read-only 0-RTT policy.
  */
 export async function measureColdStart(t: BenchTargets, readOnly: BenchTargets, login: Login, rtt: PathRtts, trials: number, onTrial: (line: string) => void) {
-  const samples: Record<ColdPath, number[]> = { tcpTls: [], quic: [], quic0rtt: [], quic0rttPgStartup: [], quic0rttReadOnly: [] };
+  const samples = byColdPath((): number[] => []);
   let resumedEveryTime = true;
   let earlyDataEveryTime = true;
   const pipelined = { quic: true, quic0rtt: true };

@@ -45,17 +45,13 @@ export interface ClientBenchOptions {
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
-/** (c) `sessions` queries at once on a pool with nothing open, and the CPU it cost this process (the client) and the pooler. */
-interface DrainCost {
-  readonly ms: number;
-  readonly failed: number;
-  readonly firstError: string | null;
-  readonly clientCpuMs: number;
-  readonly poolerCpuMs: number | null;
-}
+type DrainCost = Awaited<ReturnType<typeof drain>>;
 
-/** The CPU counts from before `open` makes the pool to after `close` (the pool's end) has run. */
-async function drain(poolerPid: number, sessions: number, open: () => { pool: pg.Pool; close: () => Promise<void> }): Promise<DrainCost> {
+/**
+ * (c) `sessions` queries at once on a pool with nothing open, and the CPU it cost this process (the client) and the pooler:
+ * the CPU counts from before `open` makes the pool to after `close` (the pool's end) has run.
+ */
+async function drain(poolerPid: number, sessions: number, open: () => { pool: pg.Pool; close: () => Promise<void> }) {
   const c0 = process.cpuUsage();
   const p0 = readProcSample(poolerPid);
   const { pool, close } = open();

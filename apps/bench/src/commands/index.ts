@@ -2,13 +2,7 @@
 // only when chosen, so each benchmark's process holds only its own code).
 import type { Command } from '../command-line.js';
 
-export interface Subcommand {
-  readonly name: string;
-  readonly summary: string;
-  load(): Promise<Command>;
-}
-
-export const SUBCOMMANDS: readonly Subcommand[] = [
+export const SUBCOMMANDS: readonly { readonly name: string; readonly summary: string; load(): Promise<Command> }[] = [
   { name: 'bench', summary: 'multiplexing vs TCP pooling for a client 30 ms away: the scenarios over the WAN path, with a report (pnpm bench)', load: async () => (await import('./bench.js')).command },
   { name: 'wire', summary: 'backend-message decoding throughput of @quicpool/wire against pg-protocol (pnpm bench:wire)', load: async () => (await import('./wire.js')).command },
   { name: 'transport', summary: 'CPU and latency of one request/response over TCP and QUIC, first response through a WAN, QUIC floor (pnpm bench:transport)', load: async () => (await import('./transport.js')).command },

@@ -2,10 +2,8 @@
 // daemon) vs through PgBouncer (when installed), on loopback, in one run. --quick: 5 s per target.
 // --targets may add the Node forwarders (references, see lan/node-forwarder.ts); what the other
 // options do is told with LanOptions (lan/run-lan.ts).
-import { defineCommand, JSON_OPTION, numberOption, UsageError } from '../command-line.js';
+import { defineCommand, JSON_OPTION, numberOption, UsageError, wholeOption } from '../command-line.js';
 import { runLan, SELECTABLE_TARGETS } from '../lan/run-lan.js';
-
-const whole = (name: string, v: string): number => numberOption(name, v, 0, Infinity, true);
 
 export const command = defineCommand({
   options: {
@@ -26,16 +24,16 @@ export const command = defineCommand({
   },
   async run({ values, program }) {
     await runLan({
-      durationS: whole('duration', values.duration ?? (values.quick ? '5' : '20')),
-      warmupS: whole('warmup', values.warmup),
-      rounds: Math.max(1, whole('rounds', values.rounds)),
-      clients: whole('clients', values.clients),
-      jobs: whole('jobs', values.jobs),
-      poolSize: whole('pool-size', values['pool-size']),
+      durationS: wholeOption('duration', values.duration ?? (values.quick ? '5' : '20'), 0),
+      warmupS: wholeOption('warmup', values.warmup, 0),
+      rounds: Math.max(1, wholeOption('rounds', values.rounds, 0)),
+      clients: wholeOption('clients', values.clients, 0),
+      jobs: wholeOption('jobs', values.jobs, 0),
+      poolSize: wholeOption('pool-size', values['pool-size'], 0),
       json: values.json,
       profileDir: values.profile ?? null,
       workerFlags: values['worker-flag'],
-      rate: values.rate === undefined ? null : whole('rate', values.rate),
+      rate: values.rate === undefined ? null : wholeOption('rate', values.rate, 0),
       baseline: values.baseline ?? null,
       targets: new Set(values.targets.split(',').map((t) => {
         const known = SELECTABLE_TARGETS.find((name) => name === t);

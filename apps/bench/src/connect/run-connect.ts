@@ -19,7 +19,7 @@ import type { AgentOptions, SessionManagerOptions } from '@quicpool/client';
 import { findPgbench, startPostgres, withPgClient } from '@quicpool/pg-fixture';
 import { generateDevCertificates, QuicTicketStore } from '@quicpool/transport';
 import { firstRowMs } from '../client/connect.js';
-import { medianMs, readOnlyZeroRttFirstRow, roundTripMs } from '../client/first-row.js';
+import { byKey, medianMs, readOnlyZeroRttFirstRow, roundTripMs } from '../client/first-row.js';
 import { parseSummary, runPgbench } from '../lan/pgbench.js';
 import type { PgbenchSummary } from '../lan/pgbench.js';
 import { describeMachine, machineLine } from '../report/machine.js';
@@ -57,8 +57,7 @@ const FIRST_ROW_PATHS = {
   agentFastStartZeroRtt: 'agent fast start, just restarted (0-RTT)',
 } as const;
 type FirstRowPath = keyof typeof FIRST_ROW_PATHS;
-const byFirstRowPath = (f: (p: FirstRowPath) => number): Record<FirstRowPath, number> =>
-  Object.fromEntries(Object.keys(FIRST_ROW_PATHS).map((p) => [p, f(p as FirstRowPath)])) as Record<FirstRowPath, number>;
+const byFirstRowPath = <V>(f: (p: FirstRowPath) => V): Record<FirstRowPath, V> => byKey(Object.keys(FIRST_ROW_PATHS) as FirstRowPath[], f);
 /** (c): at most this many sessions connecting at once, and this long to open all of one side. */
 const HOLD_CONCURRENCY = 100;
 const HOLD_DEADLINE_MS = 180_000;
@@ -153,36 +152,36 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
 
     // (b) first row of a new session.
     log(`(b) first row of a new session, ${o.trials} trials per path ...`);
-    const samples = Object.fromEntries(Object.keys(FIRST_ROW_PATHS).map((p) => [p, [] as number[]])) as Record<FirstRowPath, number[]>;
-    const trials = async (p: FirstRowPath, config: pg.ClientConfig): Promise<void> => {
-      for (let i = 0; i < o.trials; i++) samples[p].push(await firstRowMs(config));
+    const samples = byFirstRowPath((): number[] => []);
+    /** `o.trials` first rows on path `p`, one by `trial` each. */
+    const trials = async (p: FirstRowPath, trial: () => Promise<number>): Promise<void> => {
+      for (let i = 0; i < o.trials; i++) samples[p].push(await trial());
     };
-    await trials('tcpTlsScram', tls);
-    await withAgent(quic(), {}, true, (port) => trials('agentScram', local(scram, port)));
+    await trials('tcpTlsScram', () => firstRowMs(tls));
+    await withAgent(quic(), {}, true, (port) => trials('agentScram', () => firstRowMs(local(scram, port))));
     const tickets = new QuicTicketStore();
-    await withAgent(quic({ ...cert, tickets }), {}, true, (port) => trials('agentCert', local(certLogin, port)));
+    await withAgent(quic({ ...cert, tickets }), {}, true, (port) => trials('agentCert', () => firstRowMs(local(certLogin, port))));
     let early = 0;
-    for (let i = 0; i < o.trials; i++) {
-      // An agent started again: nothing open, a ticket from the last run; the first session resumes.
-      await withAgent(quic({ ...cert, tickets, minConnections: 0 }), {}, false, async (port, agent) => {
-        samples.agentZeroRtt.push(await firstRowMs(local(certLogin, port)));
-        early += agent.stats().earlyStartups;
-      });
-    }
+    // An agent started again: nothing open, a ticket from the last run; the first session resumes.
+    await trials('agentZeroRtt', () => withAgent(quic({ ...cert, tickets, minConnections: 0 }), {}, false, async (port, agent) => {
+      const ms = await firstRowMs(local(certLogin, port));
+      early += agent.stats().earlyStartups;
+      return ms;
+    }));
     // @quicpool/client itself (no agent) on a resumed connection, first query in the 0-RTT flight.
     const readOnlyTargets = { host: wanReadOnly.host, tlsPort: wanTcp.port, quicPort: wanReadOnly.port, caPem: readOnlyCaPem };
     const readOnlyRuns = { resumed: 0, earlyData: 0 };
-    for (let i = 0; i < o.trials; i++) {
+    await trials('readOnlyZeroRtt', async () => {
       const r = await readOnlyZeroRttFirstRow(readOnlyTargets, certLogin, cert);
-      samples.readOnlyZeroRtt.push(r.ms);
-      if (r.resumed) readOnlyRuns.resumed++;
-      if (r.earlyData) readOnlyRuns.earlyData++;
-    }
+      readOnlyRuns.resumed += Number(r.resumed);
+      readOnlyRuns.earlyData += Number(r.earlyData);
+      return r.ms;
+    });
     // Fast start on an open connection: the first session learns the pooler's login answer (today's path), the rest are answered by the agent.
     const fastRuns = { open: 0, restarted: 0, restartedEarly: 0, pgbench: 0 };
     await withAgent(quic(cert), fastAgent, true, async (port, agent) => {
       await firstRowMs(peerLogin(port));
-      await trials('agentFastStart', peerLogin(port));
+      await trials('agentFastStart', () => firstRowMs(peerLogin(port)));
       fastRuns.open = agent.stats().fastStarts;
     });
     // ... and just started again: to the read-only daemon, resumed from a ticket, the StartupMessage
@@ -191,13 +190,12 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const readOnlyQuic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions =>
       quic({ endpoints: [`${wanReadOnly.host}:${wanReadOnly.port}`], ca: readOnlyCaPem, ...cert, tickets: readOnlyTickets, ...extra });
     await withAgent(readOnlyQuic(), fastAgent, true, (port) => firstRowMs(peerLogin(port)));
-    for (let i = 0; i < o.trials; i++) {
-      await withAgent(readOnlyQuic({ minConnections: 0 }), fastAgent, false, async (port, agent) => {
-        samples.agentFastStartZeroRtt.push(await firstRowMs(peerLogin(port)));
-        fastRuns.restarted += agent.stats().fastStarts;
-        fastRuns.restartedEarly += agent.stats().earlyStartups;
-      });
-    }
+    await trials('agentFastStartZeroRtt', () => withAgent(readOnlyQuic({ minConnections: 0 }), fastAgent, false, async (port, agent) => {
+      const ms = await firstRowMs(peerLogin(port));
+      fastRuns.restarted += agent.stats().fastStarts;
+      fastRuns.restartedEarly += agent.stats().earlyStartups;
+      return ms;
+    }));
     const ms = byFirstRowPath((p) => medianMs(samples[p]));
     const rtts = byFirstRowPath((p) => ms[p] / rttMs);
 

@@ -3,19 +3,11 @@
 // server's return (or the standby's promotion) the first answer came.
 import type { QueryRecord } from '@quicpool/pg-fixture';
 
-export interface FaultFigures {
-  readonly answered: number;
-  readonly failed: number;
-  /** Failed queries by SQLSTATE (or the client library's message when there was none). */
-  readonly failedBy: Readonly<Record<string, number>>;
-  /** The longest time between two answers (to any client), or from the last answer to the end of the run (ms). */
-  readonly longestGapMs: number;
-  /** From `returnedAt` (the server back, or the promotion) to the first answer after it (ms); null: none came. */
-  readonly recoveryMs: number | null;
-}
+export type FaultFigures = ReturnType<typeof faultFigures>;
 
-export function faultFigures(records: readonly QueryRecord[], returnedAt: number, endedAt: number): FaultFigures {
+export function faultFigures(records: readonly QueryRecord[], returnedAt: number, endedAt: number) {
   const answers = records.filter((r) => r.error === null).map((r) => r.ended).sort((a, b) => a - b);
+  // Failed queries by SQLSTATE (or the client library's message when there was none).
   const failedBy: Record<string, number> = {};
   for (const r of records) if (r.error !== null) failedBy[r.error] = (failedBy[r.error] ?? 0) + 1;
   let longest = 0;
@@ -27,7 +19,9 @@ export function faultFigures(records: readonly QueryRecord[], returnedAt: number
     answered: answers.length,
     failed: records.length - answers.length,
     failedBy,
+    /** The longest time between two answers (to any client), or from the last answer to the end of the run (ms). */
     longestGapMs: Math.round(longest),
+    /** From `returnedAt` (the server back, or the promotion) to the first answer after it (ms); null: none came. */
     recoveryMs: first === undefined ? null : Math.round(first - returnedAt),
   };
 }

@@ -33,18 +33,6 @@ export interface FaultsOptions {
 
 type Target = 'quicpoolTcp' | 'quicpoolQuic' | 'pgbouncer';
 
-export interface RestartFigures extends FaultFigures {
-  /** How long the server itself took to stop and start again (ms). */
-  readonly serverRestartMs: number;
-}
-
-export interface FailoverFigures extends FaultFigures {
-  /** Writes refused because they reached a read-only server (25006). */
-  readonly readOnlyWrites: number;
-  /** From `pg_ctl promote` to the standby answering as a primary (polled directly, ms); recoveryMs counts from then. */
-  readonly promotionMs: number;
-}
-
 type Login = Pick<PgTarget, 'user' | 'password' | 'database'>;
 
 /** A pooler in front of `hosts`, and how a client session reaches it. */
@@ -101,12 +89,18 @@ async function pgbouncerEntry(bin: string, host: Host, login: Login, poolSize: n
   return { connect: () => connected({ host: '127.0.0.1', port: b.port, ...login }), stop: () => b.stop() };
 }
 
-/** What the clients saw of `fault`, a third of the way into `seconds` of load; `fault` resolves with the moment the server is back. */
-async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () => Promise<number>): Promise<FaultFigures> {
+/**
+ * What the clients saw of a fault a third of the way into `seconds` of load: `prepare`, then `fault`, timed (faultMs);
+ * the server counts as back when `fault` resolves.
+ */
+async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () => Promise<void>, prepare = async (): Promise<void> => {}) {
   const load = queryLoop(() => entry.connect(), o.clients, sql);
   try {
     await sleep((o.seconds * 1000) / 3);
-    const returnedAt = await fault();
+    await prepare();
+    const t0 = performance.now();
+    await fault();
+    const returnedAt = performance.now();
     await sleep((o.seconds * 1000 * 2) / 3);
     const endedAt = performance.now();
     load.stop();
@@ -116,7 +110,7 @@ async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () 
       load.abort();
       records = await load.done;
     }
-    return faultFigures(records, returnedAt, endedAt);
+    return { ...faultFigures(records, returnedAt, endedAt), faultMs: Math.round(returnedAt - t0) };
   } catch (e) {
     load.stop();
     await load.done.catch(() => undefined);
@@ -124,19 +118,13 @@ async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () 
   }
 }
 
-async function restartRun(server: PostgresServer, entry: Entry, o: FaultsOptions): Promise<RestartFigures> {
-  let restartMs = 0;
-  const figures = await underLoad(entry, o, 'select $1::int as n', async () => {
-    const t0 = performance.now();
-    await server.restart('fast');
-    const back = performance.now();
-    restartMs = back - t0;
-    return back;
-  });
-  return { ...figures, serverRestartMs: Math.round(restartMs) };
+async function restartRun(server: PostgresServer, entry: Entry, o: FaultsOptions) {
+  const { faultMs, ...figures } = await underLoad(entry, o, 'select $1::int as n', () => server.restart('fast'));
+  // serverRestartMs: how long the server itself took to stop and start again (ms).
+  return { ...figures, serverRestartMs: faultMs };
 }
 
-async function failoverRun(make: MakeEntry, o: FaultsOptions): Promise<FailoverFigures> {
+async function failoverRun(make: MakeEntry, o: FaultsOptions) {
   const primary = await startPostgres();
   let standby: PostgresServer | null = null;
   let entry: Entry | null = null;
@@ -146,17 +134,18 @@ async function failoverRun(make: MakeEntry, o: FaultsOptions): Promise<FailoverF
     standby = await primary.startStandby();
     entry = await make([hostOf(primary), hostOf(standby)], login);
     const promoted = standby;
-    let promotionMs = 0;
-    const figures = await underLoad(entry, o, 'insert into writes (client) values ($1)', async () => {
-      await primary.shutdown('fast');
-      const t0 = performance.now();
+    const promote = async (): Promise<void> => {
       await promoted.promote();
       await untilPrimary(promoted, login);
-      const at = performance.now();
-      promotionMs = at - t0;
-      return at;
-    });
-    return { ...figures, readOnlyWrites: figures.failedBy['25006'] ?? 0, promotionMs: Math.round(promotionMs) };
+    };
+    const { faultMs, ...figures } = await underLoad(entry, o, 'insert into writes (client) values ($1)', promote, () => primary.shutdown('fast'));
+    return {
+      ...figures,
+      /** Writes refused because they reached a read-only server (25006). */
+      readOnlyWrites: figures.failedBy['25006'] ?? 0,
+      /** From `pg_ctl promote` to the standby answering as a primary (polled directly, ms); recoveryMs counts from then. */
+      promotionMs: faultMs,
+    };
   } finally {
     await entry?.stop();
     await standby?.stop();
@@ -185,8 +174,8 @@ export async function runFaultsBench(o: FaultsOptions): Promise<void> {
     ['quicpoolQuic', (hosts, login) => quicpoolEntry(hosts, login, o.poolSize, 'quic')],
   ];
   if (pgbouncer !== null) targets.push(['pgbouncer', (hosts, login) => pgbouncerEntry(pgbouncer, hosts[0]!, login, o.poolSize)]);
-  const restart: Partial<Record<Target, RestartFigures>> = {};
-  const failover: Partial<Record<Target, FailoverFigures>> = {};
+  const restart: Partial<Record<Target, Awaited<ReturnType<typeof restartRun>>>> = {};
+  const failover: Partial<Record<Target, Awaited<ReturnType<typeof failoverRun>>>> = {};
 
   const server = await startPostgres();
   try {

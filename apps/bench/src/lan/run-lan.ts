@@ -246,9 +246,7 @@ function report(o: LanOptions, rows: readonly TargetRow[], machine: string, pgbo
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   if (!o.json) return;
-  const pick = (get: (r: TargetRow) => number | null) => ({
-    direct: med('direct', get), quicpoolTcp: med('quicpoolTcp', get), pgbouncer: med('pgbouncer', get), nodeForwarder: med('nodeForwarder', get), transportForwarder: med('transportForwarder', get),
-  });
+  const pick = (get: (r: TargetRow) => number | null) => Object.fromEntries(SELECTABLE_TARGETS.map((t) => [t, med(t, get)]));
   process.stdout.write(`${JSON.stringify({
     bench: 'lan',
     statistic: o.rounds > 1 ? 'median of rounds' : 'single round',

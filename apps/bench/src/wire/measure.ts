@@ -7,12 +7,7 @@ export interface Contender {
   readonly run: (chunks: readonly Buffer[]) => number;
 }
 
-export interface Result {
-  readonly name: string;
-  readonly messagesPerSecond: number;
-  readonly megabytesPerSecond: number;
-  readonly messagesPerPass: number;
-}
+export type Result = ReturnType<typeof measure>[number];
 
 /**
  * Warm every contender up, then run `rounds` rounds; in each round every contender (in rotating
@@ -22,7 +17,7 @@ export function measure(
   contenders: readonly Contender[],
   chunks: readonly Buffer[],
   opts: { rounds: number; passes: number; warmupMs: number },
-): Result[] {
+) {
   const bytes = chunks.reduce((n, c) => n + c.length, 0);
   const counts = contenders.map((c) => c.run(chunks));
   for (const c of contenders) {
