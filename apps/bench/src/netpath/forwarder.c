@@ -367,7 +367,6 @@ static void release(struct direction *d) {
 
 static uint64_t parse_u64(const char *s, const char *what);
 
-
 // A TCP connection (client_fd accepted, target_fd dialed) or a UDP client address (target_fd
 // connected to the target, client its address on the listening socket).
 struct peer {
@@ -381,7 +380,6 @@ struct peer {
 static struct sockaddr_in relay_target;
 static int listen_fd = -1, relay_ep = -1;
 static struct peer *peers;
-static uint32_t peers_used;
 
 static uint64_t tagged(uint32_t tag, int32_t peer) { return ((uint64_t)tag << 32) | (uint32_t)peer; }
 
@@ -396,7 +394,6 @@ static int32_t new_peer(void) {
     memset(&peers[i], 0, sizeof peers[i]);
     peers[i].used = 1;
     peers[i].client_fd = peers[i].target_fd = -1;
-    peers_used++;
     return i;
   }
   return -1;
@@ -407,7 +404,6 @@ static void end_peer(int32_t i) {
   if (c->client_fd >= 0 && relay == RELAY_TCP) close(c->client_fd);
   if (c->target_fd >= 0) close(c->target_fd);
   c->used = 0;
-  peers_used--;
 }
 
 static int dial_target(int type) {
