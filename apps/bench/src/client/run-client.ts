@@ -118,7 +118,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       const roUdp = await path.endpoint('udp', quicPortOf(readOnlyPooler));
       readOnlyWan = { ...wan, quicPort: roUdp.port, caPem: readOnlyPooler.caPem };
     }
-    log(`WAN: ${(await path.facts()).description}`);
+    log(`WAN: ${path.description}`);
 
     const loadStart = load1();
     const rtt = await measurePathRtts(wan, trust);

@@ -132,7 +132,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const wanTcp = await path.endpoint('tcp', pooler.tcpPort);
     const wanUdp = await path.endpoint('udp', quicPortOf(pooler));
     const wanReadOnly = await path.endpoint('udp', quicPortOf(readOnlyPooler));
-    log(`WAN: ${(await path.facts()).description}`);
+    log(`WAN: ${path.description}`);
     const { caPem } = pooler;
     const readOnlyCaPem = readOnlyPooler.caPem;
     const quic = (extra: Partial<SessionManagerOptions> = {}): SessionManagerOptions => ({

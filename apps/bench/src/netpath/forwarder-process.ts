@@ -76,8 +76,14 @@ function parseStatsLine(line: string): { kind: string; stats: ForwarderStats } |
     const d = o[name];
     if (typeof d !== 'object' || d === null) throw new Error(`forwarder stats: ${name} is not an object`);
     check(d as Json, `stats.${name}`, Object.fromEntries(DIRECTION_COUNTERS.map((key) => [key, 'number' as const])));
+    // Null before the first packet, else the timings forwarder.c prints.
+    const timing = (key: string, fields: readonly string[]): void => {
+      const t = (d as Json)[key];
+      if (t !== null) check(typeof t === 'object' ? (t as Json) : {}, `stats.${name}.${key}`, Object.fromEntries(fields.map((f) => [f, 'number' as const])));
+    };
+    timing('timeInForwarderUs', ['min', 'mean', 'max']);
+    timing('lateUs', ['mean', 'p50', 'p99', 'p999', 'max']);
   }
-  // Checked above, and timeInForwarderUs/lateUs are null or the objects forwarder.c prints.
   const { stats: kind, ...stats } = o as Json & { stats: string };
   return { kind, stats: stats as unknown as ForwarderStats };
 }

@@ -15,8 +15,10 @@
 // TCP: each accepted connection gets its own connection to the target, and each read (at most a
 // slot) is a packet; an end of input is one more packet, released in order as a shutdown of the
 // other side's writing. A relay terminates TCP (its own retransmissions run on loopback) and never
-// drops TCP data: --*-loss is refused for it. Writes to a TCP peer block until taken (the bench's
-// peers read what they asked for), so the order of every connection's bytes is kept.
+// drops TCP data: --*-loss is refused for it. What a TCP peer does not take at once waits in that
+// connection's own buffer, and the side feeding it is read no more until it drains (as is a side
+// whose direction's queue is full): back-pressure per connection, never a stall of the others. A
+// connection reset on one side reaches the other as a reset, after the delay.
 //
 // stdout: one JSON line {"ready":true,...} once both TUNs (or the relay's socket) are open, then one stats line per
 // SIGUSR1 and one at exit. It exits cleanly on SIGTERM, SIGINT, SIGHUP, EOF on stdin (the parent
@@ -72,8 +74,11 @@ struct packet {
   uint64_t due_ns;   // earliest release: stamp (or later, for the rate) + delay
   uint32_t len;
   int32_t peer; // relay mode: the connection or client address it belongs to; -1 for a TUN packet
-  uint8_t fin;  // relay mode, TCP: the end of that side's input (len 0)
+  uint32_t gen; // relay mode: that peer slot's generation (a packet of an ended peer is dropped)
+  uint8_t fin;  // relay mode, TCP: FIN_END or FIN_RESET of that side's input (len 0), else 0
 };
+
+enum { FIN_END = 1, FIN_RESET = 2 };
 
 struct direction {
   const char *name; // "up" = client to server, "down" = server to client
@@ -281,7 +286,7 @@ static unsigned char *reserve(struct direction *d) {
 }
 
 // Queues the n bytes just read into `slot` (from reserve) with their due time, or drops them.
-static void commit(struct direction *d, unsigned char *slot, ssize_t n, int32_t peer, uint8_t fin) {
+static void commit(struct direction *d, unsigned char *slot, ssize_t n, int32_t peer, uint32_t gen, uint8_t fin) {
   uint64_t t = now_ns();
   if (n == 0 && !fin) return;
   if (n >= SLOT_BYTES) {
@@ -290,14 +295,12 @@ static void commit(struct direction *d, unsigned char *slot, ssize_t n, int32_t 
   }
   // The random draw comes first and always, so drop decisions depend on the seed and the
   // packet's index only, never on the queue's state. (A relayed end of input is never dropped.)
-  int lossy = !fin && d->loss > 0 && (!loss_udp_only || relay == RELAY_UDP || (relay == RELAY_NONE && n > 9 && slot[9] == 17));
+  int lossy = !fin && d->loss > 0 && (!loss_udp_only || relay == RELAY_UDP || (relay == RELAY_NONE && n > 9 && slot[0] >> 4 == 4 && slot[9] == 17));
   if (lossy && uniform01(&d->rng) < d->loss) {
     d->random_drops++;
     return;
   }
   if (slot == scratch || d->queued_bytes + (uint64_t)n > d->max_bytes) {
-    // A relay must not lose a TCP connection's bytes (it is not the path the kernel retransmits on).
-    if (relay == RELAY_TCP) die("the TCP relay's %s queue is full (%u packets, %llu bytes): raise --queue-packets/--queue-bytes", d->name, d->count, (unsigned long long)d->queued_bytes);
     d->queue_drops++;
     return;
   }
@@ -318,6 +321,7 @@ static void commit(struct direction *d, unsigned char *slot, ssize_t n, int32_t 
   p->due_ns = depart + d->delay_ns;
   p->len = (uint32_t)n;
   p->peer = peer;
+  p->gen = gen;
   p->fin = fin;
   d->count++;
   d->queued_bytes += (uint64_t)n;
@@ -332,7 +336,7 @@ static void read_side(struct direction *d) {
       if (errno != EAGAIN && errno != EINTR) d->read_errors++;
       return;
     }
-    commit(d, slot, n, -1, 0);
+    commit(d, slot, n, -1, 0, 0);
   }
 }
 
@@ -367,19 +371,38 @@ static void release(struct direction *d) {
 
 static uint64_t parse_u64(const char *s, const char *what);
 
-// A TCP connection (client_fd accepted, target_fd dialed) or a UDP client address (target_fd
-// connected to the target, client its address on the listening socket).
+// TCP: bytes released toward one side that its socket did not take yet.
+struct outbuf {
+  unsigned char *buf;
+  size_t off, len, cap;
+};
+
+// A TCP connection (side 0: the client's socket, accepted; side 1: the target's, dialed) or a UDP
+// client address (target_fd connected to the target, `client` its address on the listening socket).
 struct peer {
   int used;
-  int client_fd, target_fd;
+  uint32_t gen; // bumped when the slot is freed: packets of the old peer are then dropped
+  int fd[2];
   struct sockaddr_in client;
   uint64_t last_ns;
-  uint8_t ended[2]; // TCP: the end of input from the client (up) and from the target (down) was released
+  // TCP, per side: output pending toward it, a released end of input waiting for that output,
+  // its writing ended, its reading ended, its reading paused (the other side's output is backed
+  // up, or its direction's queue is full), and whether its fd is in the epoll set.
+  struct outbuf out[2];
+  uint8_t fin_pending[2], write_ended[2], read_ended[2], paused[2], queue_wait[2], registered[2];
 };
+
+// Output pending toward one side above this pauses the reading of the other side; below the low
+// mark it resumes.
+#define OUT_HIGH (1u << 20)
+#define OUT_LOW (256u << 10)
+#define CLIENT 0
+#define TARGET 1
 
 static struct sockaddr_in relay_target;
 static int listen_fd = -1, relay_ep = -1;
 static struct peer *peers;
+static uint32_t queue_waiters[2]; // TCP sides paused because direction up (0) or down (1) was full
 
 static uint64_t tagged(uint32_t tag, int32_t peer) { return ((uint64_t)tag << 32) | (uint32_t)peer; }
 
@@ -391,62 +414,164 @@ static void watch(int fd, uint32_t tag, int32_t peer) {
 static int32_t new_peer(void) {
   for (int32_t i = 0; i < MAX_PEERS; i++) {
     if (peers[i].used) continue;
+    uint32_t gen = peers[i].gen;
     memset(&peers[i], 0, sizeof peers[i]);
+    peers[i].gen = gen;
     peers[i].used = 1;
-    peers[i].client_fd = peers[i].target_fd = -1;
+    peers[i].fd[CLIENT] = peers[i].fd[TARGET] = -1;
     return i;
   }
   return -1;
 }
 
-static void end_peer(int32_t i) {
+// Frees the slot; with `reset`, the TCP sockets still open are reset, not closed in order.
+static void end_peer(int32_t i, int reset) {
   struct peer *c = &peers[i];
-  if (c->client_fd >= 0 && relay == RELAY_TCP) close(c->client_fd);
-  if (c->target_fd >= 0) close(c->target_fd);
+  for (int s = 0; s < 2; s++) {
+    if (c->fd[s] < 0 || (relay == RELAY_UDP && s == CLIENT)) continue;
+    if (reset) setsockopt(c->fd[s], SOL_SOCKET, SO_LINGER, &(struct linger){.l_onoff = 1, .l_linger = 0}, sizeof(struct linger));
+    close(c->fd[s]); // also leaves the epoll set
+    free(c->out[s].buf);
+    if (c->queue_wait[s]) queue_waiters[s]--;
+  }
   c->used = 0;
+  c->gen++;
 }
 
 static int dial_target(int type) {
   int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   if (type == SOCK_STREAM) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
-  if (connect(fd, (const struct sockaddr *)&relay_target, sizeof relay_target) < 0) {
+  // A blocking connect: the target is local. Then non-blocking, as every relayed socket.
+  if (connect(fd, (const struct sockaddr *)&relay_target, sizeof relay_target) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
     close(fd);
     return -1;
   }
   return fd;
 }
 
-// A new TCP connection: its own connection to the target (blocking connect: the target is local).
+// What epoll reports for a TCP side: readable unless its reading ended or is paused, writable
+// while output waits for it. A side that wants neither leaves the set (a hung-up socket would
+// otherwise be reported on every turn).
+static void interest(int32_t i, int s) {
+  struct peer *c = &peers[i];
+  uint32_t events = (c->read_ended[s] || c->paused[s] || c->queue_wait[s] ? 0u : EPOLLIN) | (c->out[s].len > c->out[s].off ? EPOLLOUT : 0u);
+  struct epoll_event ev = {.events = events, .data.u64 = tagged(s == CLIENT ? TAG_CLIENT : TAG_TARGET, i)};
+  if (events == 0) {
+    if (c->registered[s]) epoll_ctl(relay_ep, EPOLL_CTL_DEL, c->fd[s], NULL);
+    c->registered[s] = 0;
+    return;
+  }
+  if (epoll_ctl(relay_ep, c->registered[s] ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd[s], &ev) < 0) die("epoll_ctl: %s", strerror(errno));
+  c->registered[s] = 1;
+}
+
+// A new TCP connection: its own connection to the target.
 static void accept_tcp(void) {
-  int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) return;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
   int32_t i = new_peer();
   int target = i < 0 ? -1 : dial_target(SOCK_STREAM);
   if (target < 0) {
     close(fd);
-    if (i >= 0) end_peer(i);
+    if (i >= 0) end_peer(i, 0);
     return;
   }
-  peers[i].client_fd = fd;
-  peers[i].target_fd = target;
-  watch(fd, TAG_CLIENT, i);
-  watch(target, TAG_TARGET, i);
+  peers[i].fd[CLIENT] = fd;
+  peers[i].fd[TARGET] = target;
+  interest(i, CLIENT);
+  interest(i, TARGET);
 }
 
-// One read from a TCP connection's side into its direction; the end of input (or an error) is a
-// fin packet, and that side is read no more.
-static void read_tcp(struct direction *d, int32_t i, int fd) {
+static struct direction *reading_into(int s) { return s == CLIENT ? &up : &down; }
+
+// One read from side s of a TCP connection into its direction (client: up, target: down). Its end
+// of input is a FIN_END packet, an error a FIN_RESET; either way that side is read no more. When
+// the direction has no room left, the side pauses until release() makes some.
+static void read_tcp(int32_t i, int s) {
+  struct peer *c = &peers[i];
+  struct direction *d = reading_into(s);
   unsigned char *slot = reserve(d);
-  ssize_t n = recv(fd, slot, SLOT_BYTES - 1, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n > 0) {
-    commit(d, slot, n, i, 0);
+  if (slot == scratch || d->queued_bytes + SLOT_BYTES > d->max_bytes) {
+    c->queue_wait[s] = 1;
+    queue_waiters[s]++;
+    interest(i, s);
     return;
   }
-  epoll_ctl(relay_ep, EPOLL_CTL_DEL, fd, NULL);
-  commit(d, slot, 0, i, 1);
+  ssize_t n = recv(c->fd[s], slot, SLOT_BYTES - 1, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n > 0) {
+    commit(d, slot, n, i, c->gen, 0);
+    return;
+  }
+  c->read_ended[s] = 1;
+  interest(i, s);
+  commit(d, slot, 0, i, c->gen, n == 0 ? FIN_END : FIN_RESET);
+}
+
+// Sides that waited for room in direction `dir` (0 up, 1 down) read again.
+static void wake_queue_waiters(int dir) {
+  struct direction *d = dir == 0 ? &up : &down;
+  if (queue_waiters[dir] == 0 || d->count >= d->cap || d->queued_bytes + SLOT_BYTES > d->max_bytes) return;
+  for (int32_t i = 0; i < MAX_PEERS && queue_waiters[dir] > 0; i++) {
+    if (!peers[i].used || !peers[i].queue_wait[dir]) continue;
+    peers[i].queue_wait[dir] = 0;
+    queue_waiters[dir]--;
+    interest(i, dir);
+  }
+}
+
+// Sends what waits for side s; then a released end of input, and once both sides' writing
+// ended, the pair is done. The other side reads again once this output is short. -1: reset.
+static int flush_side(int32_t i, int s) {
+  struct peer *c = &peers[i];
+  struct outbuf *o = &c->out[s];
+  while (o->off < o->len) {
+    ssize_t w = send(c->fd[s], o->buf + o->off, o->len - o->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) break;
+    if (w <= 0) {
+      end_peer(i, 1);
+      return -1;
+    }
+    o->off += (size_t)w;
+  }
+  if (o->off == o->len) o->off = o->len = 0;
+  if (o->len == 0 && c->fin_pending[s]) {
+    c->fin_pending[s] = 0;
+    shutdown(c->fd[s], SHUT_WR);
+    c->write_ended[s] = 1;
+    if (c->write_ended[CLIENT] && c->write_ended[TARGET]) {
+      end_peer(i, 0);
+      return 0;
+    }
+  }
+  int other = 1 - s;
+  size_t waiting = o->len - o->off;
+  if (!c->paused[other] && waiting > OUT_HIGH) c->paused[other] = 1;
+  else if (c->paused[other] && waiting < OUT_LOW) c->paused[other] = 0;
+  interest(i, s);
+  interest(i, other);
+  return 0;
+}
+
+static void append(struct outbuf *o, const unsigned char *bytes, uint32_t len) {
+  if (o->off > 0 && o->len + len > o->cap) {
+    memmove(o->buf, o->buf + o->off, o->len - o->off);
+    o->len -= o->off;
+    o->off = 0;
+  }
+  if (o->len + len > o->cap) {
+    size_t cap = o->cap == 0 ? 64 << 10 : o->cap;
+    while (cap < o->len + len) cap *= 2;
+    unsigned char *grown = realloc(o->buf, cap);
+    if (grown == NULL) die("out of memory for a relayed connection's output (%zu bytes)", cap);
+    o->buf = grown;
+    o->cap = cap;
+  }
+  memcpy(o->buf + o->len, bytes, len);
+  o->len += len;
 }
 
 // Datagrams from clients: each address is a peer with its own connected socket to the target.
@@ -468,67 +593,56 @@ static void read_udp_clients(struct direction *d) {
       i = new_peer();
       int target = i < 0 ? -1 : dial_target(SOCK_DGRAM);
       if (target < 0) {
-        if (i >= 0) end_peer(i);
+        if (i >= 0) end_peer(i, 0);
         d->read_errors++;
         continue;
       }
       peers[i].client = from;
-      peers[i].target_fd = target;
+      peers[i].fd[TARGET] = target;
       watch(target, TAG_TARGET, i);
     }
     peers[i].last_ns = now_ns();
-    commit(d, slot, n, i, 0);
+    commit(d, slot, n, i, peers[i].gen, 0);
   }
 }
 
 static void read_udp_target(struct direction *d, int32_t i) {
   for (int k = 0; k < READ_BURST; k++) {
     unsigned char *slot = reserve(d);
-    ssize_t n = recv(peers[i].target_fd, slot, SLOT_BYTES, MSG_DONTWAIT);
+    ssize_t n = recv(peers[i].fd[TARGET], slot, SLOT_BYTES, MSG_DONTWAIT);
     if (n < 0) {
       if (errno != EAGAIN && errno != EINTR) d->read_errors++;
       return;
     }
     peers[i].last_ns = now_ns();
-    commit(d, slot, n, i, 0);
+    commit(d, slot, n, i, peers[i].gen, 0);
   }
 }
 
 static void forget_idle_udp_peers(void) {
   uint64_t t = now_ns();
   for (int32_t i = 0; i < MAX_PEERS && relay == RELAY_UDP; i++) {
-    if (peers[i].used && t - peers[i].last_ns > UDP_IDLE_NS) end_peer(i);
+    if (peers[i].used && t - peers[i].last_ns > UDP_IDLE_NS) end_peer(i, 0);
   }
-}
-
-// Writes all of `len` bytes to a (blocking) TCP socket; -1 when the peer is gone.
-static ssize_t send_all(int fd, const unsigned char *bytes, uint32_t len) {
-  uint32_t off = 0;
-  while (off < len) {
-    ssize_t w = send(fd, bytes + off, len - off, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    off += (uint32_t)w;
-  }
-  return (ssize_t)len;
 }
 
 static ssize_t deliver(struct direction *d, const struct packet *p, const unsigned char *bytes) {
   if (relay == RELAY_NONE) return write(d->out_fd, bytes, p->len);
   struct peer *c = &peers[p->peer];
+  if (!c->used || c->gen != p->gen) return -1; // its peer has ended
   int upward = d == &up;
-  if (!c->used) return -1;
   if (relay == RELAY_UDP) {
-    if (upward) return send(c->target_fd, bytes, p->len, 0);
+    if (upward) return send(c->fd[TARGET], bytes, p->len, 0);
     return sendto(listen_fd, bytes, p->len, 0, (const struct sockaddr *)&c->client, sizeof c->client);
   }
-  int to = upward ? c->target_fd : c->client_fd;
-  if (!p->fin) return send_all(to, bytes, p->len);
-  // The end of one side's input: the other side's writing ends, and the pair once both have.
-  shutdown(to, SHUT_WR);
-  c->ended[upward ? 0 : 1] = 1;
-  if (c->ended[0] && c->ended[1]) end_peer(p->peer);
-  return 0;
+  int to = upward ? TARGET : CLIENT;
+  if (p->fin == FIN_RESET) {
+    end_peer(p->peer, 1);
+    return 0;
+  }
+  if (p->fin == FIN_END) c->fin_pending[to] = 1;
+  else append(&c->out[to], bytes, p->len);
+  return flush_side(p->peer, to) < 0 ? -1 : (ssize_t)p->len;
 }
 
 // The listening socket on 127.0.0.1:port; returns the port it got.
@@ -756,15 +870,19 @@ int main(int argc, char **argv) {
             read_udp_clients(&up);
           break;
         case TAG_CLIENT:
-          if (peers[peer].used) read_tcp(&up, peer, peers[peer].client_fd);
-          break;
-        case TAG_TARGET:
-          if (!peers[peer].used) break;
-          if (relay == RELAY_TCP)
-            read_tcp(&down, peer, peers[peer].target_fd);
-          else
+        case TAG_TARGET: {
+          struct peer *c = &peers[peer];
+          if (!c->used) break;
+          if (relay == RELAY_UDP) {
             read_udp_target(&down, peer);
+            break;
+          }
+          int s = (events[i].data.u64 >> 32) == TAG_CLIENT ? CLIENT : TARGET;
+          uint32_t ev = events[i].events;
+          if ((ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->out[s].len > c->out[s].off && flush_side(peer, s) < 0) break;
+          if (c->used && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !c->read_ended[s] && !c->paused[s] && !c->queue_wait[s]) read_tcp(peer, s);
           break;
+        }
         case TAG_UP_TIMER: up.armed_ns = 0; break; // fired: release() below does the work
         case TAG_DOWN_TIMER: down.armed_ns = 0; break;
         case TAG_SIGNAL: {
@@ -788,6 +906,10 @@ int main(int argc, char **argv) {
     // Whatever woke us, release what is due in both directions and aim each timer at its head.
     release(&up);
     release(&down);
+    if (relay == RELAY_TCP) {
+      wake_queue_waiters(0);
+      wake_queue_waiters(1);
+    }
     arm(&up);
     arm(&down);
     if (relay == RELAY_UDP && now_ns() - swept_ns > NS_PER_S) {

@@ -1,11 +1,13 @@
 // The WAN where the packet path cannot be built (no root, no TUN): the forwarder (forwarder.c) in
 // relay mode, in its own process, so the delay, the seeded loss and the counters are the packet
 // path's own code. It listens on 127.0.0.1 and relays to one target, one protocol per relay:
-// UDP datagram by datagram (with loss), TCP read by read (never dropped; the relay terminates
-// TCP, so TCP's own handshake and retransmissions run on a loopback leg, not over the delay).
+// UDP datagram by datagram (with loss), TCP read by read (never dropped, back-pressure per
+// connection; the relay terminates TCP, so TCP's own handshake and retransmissions run on a
+// loopback leg, not over the delay).
 import { ensureForwarderBinary } from './build.js';
-import type { ForwarderStats } from './forwarder-process.js';
 import { startForwarder } from './forwarder-process.js';
+import { probeUdp } from './udp-probe.js';
+import type { UdpProbeOptions, UdpProbeResult } from './udp-probe.js';
 
 export interface RelayOptions {
   readonly target: { readonly host: string; readonly port: number };
@@ -28,7 +30,7 @@ export async function startRelay(o: RelayOptions) {
     delayMs: { up: o.delayMs, down: o.delayMs },
     loss: { up: loss, down: loss },
     seed: o.seed ?? 1,
-    // A TCP relay holds what is in flight (never dropped): room for a busy WAN's 15 ms of traffic.
+    // Room for a busy WAN's 15 ms of traffic; a TCP connection that would overflow it waits.
     queuePackets: 16_384,
     queueBytes: 32 << 20,
     // No real-time priority or locked memory for a fallback that runs without root.
@@ -41,15 +43,17 @@ export async function startRelay(o: RelayOptions) {
 }
 
 /**
- * The round trip a relay added, measured by its own counters: each direction's mean time from a
- * packet's read to its release; p99: the delay plus each direction's p99 lateness. Null before
- * any packet went both ways.
+ * The round trip through a relay of `delayMs`, measured as on the packet path: UDP round trips
+ * from a prober to an echo on this host through a relay of its own (the same delay code).
  */
-export function relayRttMs(s: ForwarderStats, delayMs: number): { meanMs: number; p99Ms: number } | null {
-  const { up, down } = s;
-  if (up.timeInForwarderUs === null || down.timeInForwarderUs === null || up.lateUs === null || down.lateUs === null) return null;
-  return {
-    meanMs: (up.timeInForwarderUs.mean + down.timeInForwarderUs.mean) / 1000,
-    p99Ms: 2 * delayMs + (up.lateUs.p99 + down.lateUs.p99) / 1000,
-  };
+export async function relayRtt(delayMs: number, probes: UdpProbeOptions): Promise<UdpProbeResult> {
+  let relay: RunningRelay | null = null;
+  try {
+    return await probeUdp(null, null, '127.0.0.1', probes, async (echo) => {
+      relay = await startRelay({ target: echo, protocol: 'udp', delayMs });
+      return { host: relay.host, port: relay.port };
+    });
+  } finally {
+    await (relay as RunningRelay | null)?.stop();
+  }
 }

@@ -87,13 +87,21 @@ function probeResult(value: unknown): UdpProbeResult {
 }
 
 /** Round trips from `clientNs` to an echo at `serverIp` in `serverNs` (either null: the host's namespace). */
-export async function probeUdp(clientNs: string | null, serverNs: string | null, serverIp: string, o: UdpProbeOptions = {}): Promise<UdpProbeResult> {
+export async function probeUdp(
+  clientNs: string | null,
+  serverNs: string | null,
+  serverIp: string,
+  o: UdpProbeOptions = {},
+  via: (echo: { host: string; port: number }) => Promise<{ host: string; port: number }> = async (echo) => echo,
+): Promise<UdpProbeResult> {
   const echo = await startNodeInNamespace(serverNs, 'the UDP echo', ECHO_SOURCE, [serverIp]);
   let prober: NamespacedNode | null = null;
   try {
     const port = echo.ready.port;
     if (typeof port !== 'number') throw new Error('the UDP echo announced no port');
-    prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [serverIp, port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, WAIT_MS]);
+    // `via`: where the prober sends to reach the echo (a relay in front of it), by default the echo itself.
+    const to = await via({ host: serverIp, port });
+    prober = await startNodeInNamespace(clientNs, 'the UDP prober', PROBE_SOURCE, [to.host, to.port, o.count ?? 100, o.ratePerSec ?? 100, o.size ?? 0, WAIT_MS]);
     return probeResult(await prober.result);
   } finally {
     await prober?.stop();

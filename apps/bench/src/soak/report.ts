@@ -48,6 +48,7 @@ export function soakSummary(
     backendsMax: peak((s) => s.backends),
     streamsMax: peak((s) => s.streams),
     clientsMax: peak((s) => s.clients),
+    wanPath: wan.mode,
     wanMeasuredRttMs: wan.rttMs,
     udpLost: wan.randomDrops === null ? 0 : wan.randomDrops[0] + wan.randomDrops[1],
     verdict,

@@ -10,10 +10,11 @@
 // says so.
 import { choiceOption } from '../command-line.js';
 import type { CongestionControl } from '../netpath/netpath.js';
+import { forwarderBuildUnavailableReason } from '../netpath/build.js';
 import { createPacketPath, packetPathUnavailableReason } from '../netpath/netpath.js';
 import type { PathFacts } from '../scenarios/types.js';
 import type { RunningRelay } from '../netpath/relay.js';
-import { relayRttMs, startRelay } from '../netpath/relay.js';
+import { relayRtt, startRelay } from '../netpath/relay.js';
 
 export type PathMode = 'packet' | 'relay';
 
@@ -32,6 +33,9 @@ export type ClientSide = 'process' | 'here';
  * fallback and its reason are logged. Asking for `packet` where it cannot be built throws.
  */
 export function choosePathMode(requested: PathMode | 'auto', log: (line: string) => void): { mode: PathMode; fallback: string | null } {
+  // The relay is the same forwarder: without a C compiler there is no WAN at all.
+  const noForwarder = forwarderBuildUnavailableReason();
+  if (noForwarder !== null) throw new Error(`no WAN path can be built here (neither the packet path nor the relay): ${noForwarder}`);
   const unavailable = packetPathUnavailableReason();
   const mode: PathMode = requested === 'auto' ? (unavailable === null ? 'packet' : 'relay') : requested;
   if (mode === 'packet' && unavailable !== null) throw new Error(`--path packet: ${unavailable}`);
@@ -52,6 +56,8 @@ export interface WanSpec {
 
 export interface VariantPath {
   readonly mode: PathMode | 'none';
+  /** One line for a report: what the path is (facts() measures it). */
+  readonly description: string;
   /** Where the daemon must listen to be reached only through the path. */
   readonly serverHost: string;
   /** The network namespace the daemon must run in (null: the host's), and so reach Postgres by its unix socket. */
@@ -73,6 +79,7 @@ const PROBES = { count: 100, ratePerSec: 250 };
 /** No path at all: the client talks to Postgres on the host directly. */
 export const NO_PATH: VariantPath = {
   mode: 'none',
+  description: 'none: straight to Postgres on the host',
   serverHost: '127.0.0.1',
   serverNs: null,
   clientCommand: (args) => ({ command: process.execPath, args: [...args] }),
@@ -94,6 +101,7 @@ async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPa
   const clientNs = path.clientNs;
   return {
     mode: 'packet',
+    description: path.description,
     serverHost: path.serverIp,
     serverNs: path.serverNs,
     clientCommand: (args) =>
@@ -129,6 +137,7 @@ function relayPath(spec: WanSpec): VariantPath {
     // On the host like no path at all; each relay's port is where the clients connect.
     ...NO_PATH,
     mode: 'relay',
+    description: `user-space relay (the packet path's forwarder between sockets; terminates TCP), ${spec.delayMs} ms each way`,
     endpoint: async (protocol, port) => {
       const key = `${protocol}:${port}`;
       let relay = relays.get(key);
@@ -142,22 +151,24 @@ function relayPath(spec: WanSpec): VariantPath {
     },
     forwarderPid: () => started[0]?.pid ?? null,
     facts: async () => {
+      const rtt = await relayRtt(spec.delayMs, PROBES);
       const stats = await Promise.all(started.map((r) => r.stats()));
-      const rtt = stats[0] === undefined ? null : relayRttMs(stats[0], spec.delayMs);
-      const drops = (pick: (s: (typeof stats)[number]) => number): number => stats.reduce((n, s) => n + pick(s), 0);
+      const sum = (pick: (s: (typeof stats)[number]) => number): number => stats.reduce((n, s) => n + pick(s), 0);
       return {
         mode: 'relay',
-        rttMs: rtt?.meanMs ?? null,
-        rttP99Ms: rtt?.p99Ms ?? null,
-        randomDrops: [drops((s) => s.up.randomDrops), drops((s) => s.down.randomDrops)],
-        queueDrops: null,
+        rttMs: rtt.p50Ms,
+        rttP99Ms: rtt.p99Ms,
+        randomDrops: [sum((s) => s.up.randomDrops), sum((s) => s.down.randomDrops)],
+        // A datagram too large for a slot (2 KiB) is dropped too: counted here.
+        queueDrops: sum((s) => s.up.queueDrops + s.down.queueDrops + s.up.oversizeDrops + s.down.oversizeDrops),
         lateP99Us: null,
         forwarderSched: null,
-        description: `user-space relay (the packet path's forwarder between sockets; terminates TCP), ${spec.delayMs} ms each way, RTT from its time-in-relay counters`,
+        description: `user-space relay (the packet path's forwarder between sockets; terminates TCP), ${spec.delayMs} ms each way, RTT from UDP probes through a relay of its own`,
       };
     },
     close: async () => {
-      for (const r of started) await r.stop();
+      // Every relay, also one still starting, and the others when one fails to stop.
+      await Promise.allSettled([...relays.values()].map((r) => r.then((relay) => relay.stop())));
     },
   };
 }
