@@ -7,7 +7,7 @@
 // set (no key string, no labels object) and two bucket scans over a few numbers. The histograms
 // are prom-client Histograms whose exposition (get, getForPromString) is built from these counts
 // at scrape time, in the shape prom-client's own has (the worker threads' AggregatorRegistry sums
-// it like any histogram's); the counter is brought up to date before every scrape.
+// it like any histogram's); the counter is set from the transaction histogram's count at each scrape.
 import { Counter, Histogram } from 'prom-client';
 import type { MetricObjectWithValues, MetricType, MetricValueWithName, Registry } from 'prom-client';
 import type { Pooler } from '@quicpool/pooler';
@@ -46,8 +46,6 @@ interface Series {
   readonly labels: Labels;
   readonly xact: Buckets;
   readonly wait: Buckets;
-  /** Transactions not yet added to the counter. */
-  uncounted: number;
 }
 
 /** A prom-client Histogram whose values are the counts of `series` (its own observe() is not used). */
@@ -108,7 +106,7 @@ export function addTransactionMetrics(registry: Registry, pooler: Pick<Pooler, '
     if (byTransport === undefined) byUser.set(user, (byTransport = new Map()));
     let s = byTransport.get(transport);
     if (s === undefined) {
-      s = { labels: { database, user, transport }, xact: new Buckets(XACT_BUCKETS), wait: new Buckets(WAIT_BUCKETS), uncounted: 0 };
+      s = { labels: { database, user, transport }, xact: new Buckets(XACT_BUCKETS), wait: new Buckets(WAIT_BUCKETS) };
       byTransport.set(transport, s);
       all.push(s);
     }
@@ -120,12 +118,10 @@ export function addTransactionMetrics(registry: Registry, pooler: Pick<Pooler, '
     help: 'Transactions (server connection lent and given back).',
     labelNames: LABEL_NAMES,
     registers: [registry],
+    // The transactions are the transaction histogram's observations.
     collect() {
-      for (const s of all) {
-        if (s.uncounted === 0) continue;
-        this.inc(s.labels, s.uncounted);
-        s.uncounted = 0;
-      }
+      this.reset();
+      for (const s of all) this.inc(s.labels, s.xact.count);
     },
   });
   new CountedHistogram(
@@ -146,6 +142,5 @@ export function addTransactionMetrics(registry: Registry, pooler: Pick<Pooler, '
     const s = seriesOf(e.database, e.user, e.transport);
     s.xact.observe(e.xactMs / 1000);
     s.wait.observe(e.waitMs / 1000);
-    s.uncounted++;
   });
 }

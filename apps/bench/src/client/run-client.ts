@@ -17,7 +17,7 @@ import { describeMachine, load1, machineLine } from '../report/machine.js';
 import { round2 as r2 } from '../report/round.js';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { RunningDaemon } from '../stack/daemon.js';
-import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
+import { daemonBehind, openPathHere } from '../stack/wan-path.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { openFileLimit, readProcSample } from '../telemetry/proc.js';
 import type { BenchTargets, Login } from './connect.js';
@@ -93,11 +93,9 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
     const info = postgres.info;
     const trust: Login = { user: info.trustUser, database: info.database };
     const scram: Login = { user: info.user, password: info.password, database: info.database };
-    path = await openPath(choosePathMode(o.path, log).mode, { delayMs: o.oneWayMs, lossRate: 0, seed: 1, congestionControl: 'cubic' }, 'here');
+    path = await openPathHere(o.path, { delayMs: o.oneWayMs }, log);
     const daemon = {
-      listenHost: path.serverHost,
-      namespace: path.serverNs,
-      upstream: upstreamBehind(path, info),
+      ...daemonBehind(path, info),
       users: { [info.trustUser]: { auth: 'trust' }, [info.user]: { password: info.password } },
     } as const;
     pooler = await startDaemon({

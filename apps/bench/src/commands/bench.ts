@@ -14,6 +14,7 @@ import { runBench, type BenchOutcome } from '../scenarios/run-bench.js';
 import type { BenchContext } from '../scenarios/run-variant.js';
 import { steadyByScenario, steadyJson, steadyLines } from '../report/steady.js';
 import { pgTargetOf } from '../stack/postgres.js';
+import type { PgTarget } from '../stack/postgres.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -63,9 +64,15 @@ export const command = defineCommand({
     try {
       say(`quicpool bench${o.quick ? ' --quick' : ''}: ${o.scenarios.join(', ')}, ${o.rounds} round(s)`);
       say(`machine: ${machineLine(describeMachine())}`);
-      if (values.pg === undefined) server = await startPostgres({ settings: { max_connections: '200' } });
-      const pg = server?.info ?? pgTargetOf(values.pg ?? '');
-      say(`postgres: ${server === null ? values.pg?.replace(/:[^:@/]*@/, ':***@') : `embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`}`);
+      let pg: PgTarget;
+      if (values.pg === undefined) {
+        server = await startPostgres({ settings: { max_connections: '200' } });
+        pg = server.info;
+        say(`postgres: embedded ${server.info.serverVersion} on ${pg.host}:${pg.port}`);
+      } else {
+        pg = pgTargetOf(values.pg);
+        say(`postgres: ${values.pg.replace(/:[^:@/]*@/, ':***@')}`);
+      }
       const outcomes: BenchOutcome[] = [];
       for (const workers of counts) {
         if (counts.length > 1) say(`--- quicpool with ${workers} worker${workers === 1 ? '' : 's'} ---`);

@@ -27,7 +27,7 @@ import { round2 as r2 } from '../report/round.js';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { DaemonOptions, RunningDaemon } from '../stack/daemon.js';
 import type { PgTarget } from '../stack/postgres.js';
-import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
+import { daemonBehind, openPathHere } from '../stack/wan-path.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { openFileLimit } from '../telemetry/proc.js';
 import { holdSessions } from './held-sessions.js';
@@ -121,10 +121,9 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
       settings: { tls: { client_ca_file: clientCaFile } },
       ...extra,
     });
-    const { mode } = choosePathMode(o.path, log);
-    path = await openPath(mode, { delayMs: o.oneWayMs, lossRate: 0, seed: 1, congestionControl: 'cubic' }, 'here');
+    path = await openPathHere(o.path, { delayMs: o.oneWayMs }, log);
     // The two daemons the clients reach over the WAN: behind the path (in its server namespace on the packet path).
-    const behindPath = { namespace: path.serverNs, listenHost: path.serverHost, upstream: upstreamBehind(path, info) };
+    const behindPath = daemonBehind(path, info);
     pooler = await startDaemon(daemon(stateDir, behindPath));
     // The read-only 0-RTT policy is the daemon's choice: a second daemon has it, the first keeps the default.
     const readOnlySettings = { tls: { client_ca_file: clientCaFile }, quic: { early_data: 'read-only' } };

@@ -47,13 +47,14 @@ export async function startRelay(o: RelayOptions) {
  * from a prober to an echo on this host through a relay of its own (the same delay code).
  */
 export async function relayRtt(delayMs: number, probes: UdpProbeOptions): Promise<UdpProbeResult> {
-  let relay: RunningRelay | null = null;
+  const relays: RunningRelay[] = [];
   try {
     return await probeUdp(null, null, '127.0.0.1', probes, async (echo) => {
-      relay = await startRelay({ target: echo, protocol: 'udp', delayMs });
+      const relay = await startRelay({ target: echo, protocol: 'udp', delayMs });
+      relays.push(relay);
       return { host: relay.host, port: relay.port };
     });
   } finally {
-    await (relay as RunningRelay | null)?.stop();
+    for (const relay of relays) await relay.stop();
   }
 }

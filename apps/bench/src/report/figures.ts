@@ -17,16 +17,21 @@ const perProcess = <T>(value: (p: (typeof PROCESS_CPU)[number]) => T): Record<Pr
 function stepOf(label: string, rows: readonly TelemetryRow[]) {
   const processed = sum(rows, (r) => r.number_of_queries_processed);
   const seconds = rows.length;
-  const known = (p: (typeof PROCESS_CPU)[number]): boolean => rows.some((r) => r[p.ms] !== null);
-  const machine = sum(rows, (r) => r.other_cpu_milliseconds) + PROCESS_CPU.reduce((t, p) => t + sum(rows, (r) => r[p.ms]), 0);
+  // Each process's CPU over the step, once: null when it was not measured.
+  const ms = perProcess((p) => (rows.some((r) => r[p.ms] !== null) ? sum(rows, (r) => r[p.ms]) : null));
+  const machine = sum(rows, (r) => r.other_cpu_milliseconds) + PROCESS_CPU.reduce((t, p) => t + (ms[p.process] ?? 0), 0);
+  const per = (divide: (cpuMs: number) => number | null) => perProcess((p) => {
+    const cpu = ms[p.process];
+    return cpu === null ? null : divide(cpu);
+  });
   return {
     label,
     seconds,
     qps: seconds === 0 ? 0 : round(processed / seconds, 1),
     /** CPU ms per second per process (null: not measured) */
-    msPerSec: perProcess((p) => (known(p) && seconds > 0 ? round(sum(rows, (r) => r[p.ms]) / seconds, 1) : null)),
+    msPerSec: per((cpu) => (seconds > 0 ? round(cpu / seconds, 1) : null)),
     /** CPU µs per query per process. */
-    usPerQuery: perProcess((p) => (known(p) && processed > 0 ? round((sum(rows, (r) => r[p.ms]) * 1000) / processed, 1) : null)),
+    usPerQuery: per((cpu) => (processed > 0 ? round((cpu * 1000) / processed, 1) : null)),
     /** The whole machine's busy CPU ms per second (these processes and everything else). */
     machineMsPerSec: rows.some((r) => r.other_cpu_milliseconds !== null) && seconds > 0 ? round(machine / seconds, 0) : null,
   };
@@ -77,7 +82,16 @@ export function meanLatencyMs(rows: readonly TelemetryRow[]): number | null {
   return answered === 0 ? null : sum(timed, (r) => (r.average_query_time_us ?? 0) * (r.number_of_queries_processed ?? 0)) / answered / 1000;
 }
 
-export function variantFigures(run: VariantRun) {
+// Memoised by run: the terminal table, summary.json and the HTML report each ask for the same run's figures.
+const figuresOf = new WeakMap<VariantRun, ReturnType<typeof computeFigures>>();
+
+export function variantFigures(run: VariantRun): ReturnType<typeof computeFigures> {
+  let f = figuresOf.get(run);
+  if (f === undefined) figuresOf.set(run, (f = computeFigures(run)));
+  return f;
+}
+
+function computeFigures(run: VariantRun) {
   const rows = run.rows;
   const r = run.result;
   const peakMean = meanLatencyMs(rows.slice(Math.max(0, run.loadRows - 3), run.loadRows));

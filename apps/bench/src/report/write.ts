@@ -29,7 +29,7 @@ function scenarioFigures(r: Extract<ScenarioResult, { kind: 'ran' }>): Record<st
 }
 
 /** summary.json: per scenario its figures (medians over the rounds), or null when it could not run; every run's own figures. */
-function buildSummary({ results, machine, setup, createdAt, command }: ReportData) {
+function buildSummary({ results, machine, setup, createdAt, command }: ReportData, ran: readonly VariantRun[]) {
   const figures: Record<string, Record<string, unknown> | null> = {};
   const notAvailable: Record<string, string> = {};
   for (const r of results) {
@@ -40,7 +40,7 @@ function buildSummary({ results, machine, setup, createdAt, command }: ReportDat
       notAvailable[r.name] = r.kind === 'failed' ? `failed: ${r.error}` : r.needs;
     }
   }
-  const runs = results.flatMap((r) => (r.kind === 'ran' ? r.rounds.flat() : [])).map((run) => {
+  const runs = ran.map((run) => {
     const { failures, errors, info } = run.result;
     const { scenario, variant, round, path } = run;
     return { scenario, variant, round, csv: csvName(run), figures: variantFigures(run), failures, errors, info, path };
@@ -54,9 +54,10 @@ export async function writeReport(o: Omit<ReportData, 'createdAt'> & { readonly 
   const dir = resolve(o.dir ?? join('bench-results', now.toISOString().replace(/[:.]/g, '-')));
   await mkdir(dir, { recursive: true });
   const data: ReportData = { ...o, createdAt: now.toISOString() };
-  const summary = buildSummary(data);
+  const ran = o.results.flatMap((r) => (r.kind === 'ran' ? r.rounds.flat() : []));
+  const summary = buildSummary(data, ran);
   const csvFiles: string[] = [];
-  for (const run of o.results.flatMap((r) => (r.kind === 'ran' ? r.rounds.flat() : []))) {
+  for (const run of ran) {
     const file = join(dir, csvName(run));
     await writeFile(file, toCsv(run.rows));
     csvFiles.push(file);

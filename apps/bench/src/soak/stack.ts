@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
-import { choosePathMode, openPath, upstreamBehind } from '../stack/wan-path.js';
+import { daemonBehind, openPathHere } from '../stack/wan-path.js';
 import type { PathMode } from '../stack/wan-path.js';
 import { readProcSample } from '../telemetry/proc.js';
 import type { SoakCounters } from './workload.js';
@@ -45,13 +45,10 @@ export async function startSoakStack(
     await monitor.query(`grant all on table ${SOAK_TABLE} to ${SOAK_ROLE}`);
     const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-soak-'));
     undo.push(async () => rmSync(stateDir, { recursive: true, force: true }));
-    const wan = { delayMs: o.delayMs, lossRate: o.loss, lossUdpOnly: true, seed: 1, congestionControl: 'cubic' } as const;
-    const path = await openPath(choosePathMode(o.path, log).mode, wan, 'here');
+    const path = await openPathHere(o.path, { delayMs: o.delayMs, lossRate: o.loss, lossUdpOnly: true }, log);
     undo.push(() => path.close());
     const daemon = await startDaemon({
-      listenHost: path.serverHost,
-      namespace: path.serverNs,
-      upstream: upstreamBehind(path, server.info),
+      ...daemonBehind(path, server.info),
       users: { [SOAK_ROLE]: { password } },
       adminUsers: [SOAK_ROLE],
       poolSize: o.poolSize,

@@ -177,7 +177,23 @@ export async function openPath(mode: PathMode, spec: WanSpec, clients: ClientSid
   return mode === 'packet' ? packetPath(spec, clients) : relayPath(spec);
 }
 
-/** How a daemon behind `path` reaches Postgres: over loopback from the host, by its unix socket from the server's namespace. */
-export function upstreamBehind(path: VariantPath, pg: { readonly host: string; readonly port: number; readonly socketDir: string }): { host: string; port: number } {
-  return { host: path.serverNs === null ? pg.host : pg.socketDir, port: pg.port };
+/**
+ * The WAN of a benchmark whose clients run in this process (bench:connect, client, soak): the mode
+ * chosen (and said) once, the clients on the host's side, the seed and congestion control every
+ * WAN benchmark uses.
+ */
+export async function openPathHere(requested: PathMode | 'auto', spec: Pick<WanSpec, 'delayMs'> & Partial<WanSpec>, log: (line: string) => void): Promise<VariantPath> {
+  return openPath(choosePathMode(requested, log).mode, { lossRate: 0, seed: 1, congestionControl: 'cubic', ...spec }, 'here');
+}
+
+/**
+ * Where a daemon behind `path` runs and listens, and how it reaches Postgres: over loopback from
+ * the host, by its unix socket from the server's namespace.
+ */
+export function daemonBehind(path: VariantPath, pg: { readonly host: string; readonly port: number; readonly socketDir: string }) {
+  return {
+    listenHost: path.serverHost,
+    namespace: path.serverNs,
+    upstream: { host: path.serverNs === null ? pg.host : pg.socketDir, port: pg.port },
+  };
 }

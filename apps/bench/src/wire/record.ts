@@ -14,8 +14,8 @@ import {
   verifyScramServerFinal,
 } from '@quicpool/wire';
 import type { BackendMessage, FrontendMessage } from '@quicpool/wire';
+import { WORKLOAD_SQL } from '../load/variant.js';
 
-const BENCH_QUERY = 'SELECT trunc(random() * 100) FROM generate_series(1, 10)';
 
 /** Every backend message's bytes, as they arrive; a socket error or close ends it with an error. */
 async function* backendFrames(socket: Socket): AsyncGenerator<Buffer, never> {
@@ -85,7 +85,7 @@ export async function recordSelectTrunc(connectionUrl: string, queries: number):
   const { socket, frames } = await login(new URL(connectionUrl));
   const out: Buffer[] = [];
   for (let q = 0; q < queries; q++) {
-    send(socket, { type: 'Query', query: BENCH_QUERY });
+    send(socket, { type: 'Query', query: WORKLOAD_SQL });
     for (;;) {
       const f = (await frames.next()).value;
       if (f[0] === 0x45) throw new Error(`server error: ${JSON.stringify(decodeBackendMessage(f))}`);
