@@ -76,14 +76,16 @@ export interface SessionStream extends Duplex {
   /**
    * Where present, writes `chunk` as `write()` would (same order, same backpressure answer) at a
    * lower cost: a plain TCP or unix socket hands it to its libuv handle directly when nothing is
-   * queued (tcp/direct-write.ts). A writer that batches into one write per turn uses it.
+   * queued (tcp/direct-write.ts), a QUIC stream to quiche (quic/stream.ts). A writer that batches
+   * into one write per turn uses it.
    */
   writeChunk?(chunk: Buffer): boolean;
   /**
-   * Where present (plain TCP and unix sockets), switches an open stream to reading into the
-   * caller's buffers (see `ReadInto`): no more 'data' events; 'end', 'error', 'close', `pause()`
-   * and `resume()` as before. Returns false and changes nothing when it cannot: bytes already
-   * buffered, a 'data' listener, the stream ended or destroyed (tcp/read-into.ts).
+   * Where present (plain TCP and unix sockets, QUIC streams), switches an open stream to reading
+   * into the caller's buffers (see `ReadInto`): no more 'data' events; 'end', 'error', 'close',
+   * `pause()` and `resume()` as before. Returns false and changes nothing when it cannot: a 'data'
+   * listener, the stream ended or destroyed, or (a socket) bytes already buffered (tcp/read-into.ts,
+   * quic/stream.ts).
    */
   readInto?(target: ReadInto): boolean;
   /**

@@ -8,9 +8,10 @@ import { quiche } from './native.js';
 import type { Connection } from '@matrixai/quic/native/index.js';
 import { TransportError } from '../session-stream.js';
 import { duplexReadyState } from '../session-stream.js';
-import type { SessionInfo, SessionStream, SocketReadyState, TlsDetails } from '../session-stream.js';
+import type { ReadInto, SessionInfo, SessionStream, SocketReadyState, TlsDetails } from '../session-stream.js';
 import type { PeerCertificate } from '../peer-certificate.js';
 import { AppError, isQuicheError, streamErrorCode } from './errors.js';
+import type { RecentNode } from './recent-streams.js';
 
 /** What a stream needs from its connection (kept narrow so the two files stay independent). */
 export interface StreamHost {
@@ -91,13 +92,19 @@ export function quicSessionInfo(o: {
   };
 }
 
-export class QuicSessionStream extends Duplex implements SessionStream {
+export class QuicSessionStream extends Duplex implements SessionStream, RecentNode<QuicSessionStream> {
   readonly info: SessionInfo;
+  /** The connection's read order (recent-streams.ts). */
+  newer: QuicSessionStream | null = null;
+  older: QuicSessionStream | null = null;
+  listed = false;
   /** Read side is over: FIN consumed, reset by the peer, or shut down locally. */
   readEnded = false;
   /** The consumer's buffer is full: the connection stops polling this stream until `_read`. */
   paused = false;
   private writeEnded = false;
+  /** Where reads go when the consumer asked for `readInto`; null: the Readable's push. */
+  private target: ReadInto | null = null;
   private queue: Uint8Array[] = [];
   private queuedBytes = 0;
   private deferredCb: ((err?: Error | null) => void) | null = null;
@@ -135,11 +142,55 @@ export class QuicSessionStream extends Duplex implements SessionStream {
     }
   }
 
-  /** Pulls everything quiche holds for this stream into the Duplex until the consumer is full. */
+  /**
+   * Reads go into `target`'s buffers from now on, as a plain socket's do (tcp/read-into.ts): quiche
+   * copies straight into them, with no Buffer copy, push or 'data' event per read. `pause()` stops
+   * the polling at once, `resume()` starts it again. What was read before (a server reads a new
+   * stream's first bytes before handing it out) reaches `target` first, on the next tick, as
+   * 'data' would. False (nothing changed) with a 'data' listener or once the read side is over.
+   */
+  readInto(target: ReadInto): boolean {
+    if (this.target !== null || this.readEnded || this.destroyed || this.listenerCount('data') > 0) return false;
+    this.target = target;
+    if (this.readableLength > 0) process.nextTick(() => this.deliverBuffered());
+    return true;
+  }
+
+  /** Hands what the Readable holds to the consumer (the bytes read before `readInto`). */
+  private deliverBuffered(): void {
+    const target = this.target;
+    while (target !== null && !this.paused && this.readableLength > 0) {
+      const chunk: Buffer | null = this.read();
+      if (chunk === null) return;
+      if (!target.callback(chunk.length, chunk)) this.pause();
+    }
+  }
+
+  // Reading into a target, the Readable is never switched to flowing: it would hand what it
+  // still holds to 'data' listeners, of which there are none.
+  override pause(): this {
+    if (this.target === null) return super.pause();
+    if (!this.paused) {
+      this.paused = true;
+      this.host.readPaused(this, true);
+    }
+    return this;
+  }
+
+  override resume(): this {
+    if (this.target === null) return super.resume();
+    this._read();
+    if (this.readableLength > 0) process.nextTick(() => this.deliverBuffered());
+    return this;
+  }
+
+  /** Pulls everything quiche holds for this stream into the consumer, until it is full. */
   pollRead(): void {
     const q = this.host.q;
-    const buf = this.host.scratch;
+    const target = this.target;
+    if (target !== null && this.readableLength > 0) this.deliverBuffered();
     while (!this.readEnded && !this.paused) {
+      const buf = target === null ? this.host.scratch : target.buffer();
       let r: [number, boolean] | null;
       try {
         r = q.streamRecv(this.id, buf);
@@ -150,10 +201,12 @@ export class QuicSessionStream extends Duplex implements SessionStream {
       if (r === null) return;
       const [n, fin] = r;
       let more = true;
-      if (n > 0) more = this.push(Buffer.from(buf.subarray(0, n)));
+      if (n > 0) more = target === null ? this.push(Buffer.from(buf.subarray(0, n))) : target.callback(n, buf);
       if (fin) {
         this.readEnded = true;
         this.push(null);
+        // Without 'data' listeners nothing reads the Readable: this read emits its 'end'.
+        if (target !== null) this.read(0);
         this.maybeForget();
         return;
       }
@@ -204,6 +257,28 @@ export class QuicSessionStream extends Duplex implements SessionStream {
     this.host.writeBlocked(this);
     if (this.queuedBytes > this.host.pendingWriteLimit) this.deferredCb = cb;
     else cb();
+  }
+
+  /**
+   * `write(chunk)` without the Writable's bookkeeping when nothing waits before it and quiche takes
+   * it whole (it copies what it accepts); anything else goes through `write()`, behind what waits.
+   */
+  writeChunk(chunk: Buffer): boolean {
+    if (this.queue.length === 0 && this.writableLength === 0 && !this.writableEnded && !this.destroyed) {
+      let n = 0;
+      try {
+        n = this.host.q.streamSend(this.id, chunk, false) ?? 0;
+      } catch {
+        return this.write(chunk); // write() fails the same way and reports it
+      }
+      if (n > 0) {
+        this.markSent();
+        this.host.markDirty();
+      }
+      if (n === chunk.length) return true;
+      chunk = chunk.subarray(n);
+    }
+    return this.write(chunk);
   }
 
   override _final(cb: (err?: Error | null) => void): void {
