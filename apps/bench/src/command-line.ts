@@ -1,6 +1,4 @@
-// The one option parser of `quicpool-bench <subcommand>`: each subcommand declares its options in
-// one table, which both parseArgs reads and `--help` prints (so the two cannot drift). A usage
-// error (unknown option, bad value) is a UsageError: the program prints it with the usage, exit 2.
+// The one option parser of the subcommands: each declares one table, which parseArgs reads and --help prints (no drift).
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 
@@ -37,17 +35,19 @@ export function usageOf(command: string, options: Options, summary?: string): st
   return [...(summary === undefined ? [] : [summary]), `usage: ${command} [options]`, ...parts, '  --help'].join('\n');
 }
 
-export function defineCommand<O extends Options>(spec: { readonly options: O; run(invocation: Invocation<O>): Promise<number | null> }): Command {
+/** `spec.run` resolves to the exit code (nothing: 0), or null to keep the process running. */
+export function defineCommand<O extends Options>(spec: { options: O; run(call: Invocation<O>): Promise<number | null | void> }): Command {
   return {
     options: spec.options,
-    run(args, program) {
+    async run(args, program) {
       let values: Values<O>;
       try {
         values = parseArgs({ options: spec.options, args: [...args] }).values;
       } catch (e) {
         throw new UsageError(e instanceof Error ? e.message : String(e));
       }
-      return spec.run({ values, args, program });
+      const code = await spec.run({ values, args, program });
+      return code === undefined ? 0 : code;
     },
   };
 }
@@ -63,9 +63,7 @@ export function numberOption(name: string, value: string | undefined, min = 0, m
 }
 
 /** A whole-number option's value (`--name`), at least `min`; a usage error otherwise. */
-export function wholeOption(name: string, value: string, min = 1): number {
-  return numberOption(name, value, min, Infinity, true);
-}
+export const wholeOption = (name: string, value: string, min = 1): number => numberOption(name, value, min, Infinity, true);
 
 /** One of `allowed`, or a usage error naming them. */
 export function choiceOption<T extends string>(name: string, value: string, allowed: readonly T[]): T {

@@ -1,8 +1,5 @@
-// quicpool-bench: every benchmark of quicpool in one program, `quicpool-bench <subcommand>
-// [options]` (the npm scripts `pnpm bench`, `pnpm bench:lan` ... run it). `--help` lists the
-// subcommands, `<subcommand> --help` that one's options. With --json the last stdout line is one
-// JSON object of the figures. Exit codes: 0 done, 1 failed (the message on stderr), 2 a usage
-// error. The benchmarks start this same program as their child processes (commands/workers.ts).
+// quicpool-bench: every benchmark of quicpool in one program, `quicpool-bench <subcommand> [options]` (what
+// `pnpm bench`, `pnpm bench:lan` ... run). The benchmarks start it as their child processes too (commands/workers.ts).
 import { fileURLToPath } from 'node:url';
 import { usageOf, UsageError } from '../command-line.js';
 import { SUBCOMMANDS } from '../commands/index.js';

@@ -1,15 +1,8 @@
-// How bench:client opens one session on each transport: pg.Client over TCP with TLS after
-// SSLRequest (what the quicpool daemon serves, as Postgres does: one round trip more than direct
-// TLS, which the daemon has no listener for), and the quicpool client over QUIC.
+// Opens bench:client's sessions: pg.Client with TLS after SSLRequest (the daemon's only TLS, as Postgres's), and QUIC.
 import pg from 'pg';
-import { QuicPool, SessionManager } from '@quicpool/client';
-import type { FastStartMode, SessionManagerOptions } from '@quicpool/client';
+import type { SessionManagerOptions } from '@quicpool/client';
 
-export interface Login {
-  readonly user: string;
-  readonly password?: string;
-  readonly database: string;
-}
+export type Login = Readonly<{ user: string; password?: string; database: string }>;
 
 export interface BenchTargets {
   readonly host: string;
@@ -31,11 +24,6 @@ export function quicManagerOptions(t: BenchTargets, extra: Partial<SessionManage
   return { endpoints: [`${t.host}:${t.quicPort}`], ca: t.caPem, serverName: 'localhost', ...extra };
 }
 
-/** A QuicPool on its own manager. */
-export function quicPool(login: Login, max: number, manager: SessionManager, fastStart: FastStartMode = true): QuicPool {
-  return new QuicPool({ ...login, max, idleTimeoutMillis: 0, quic: manager, fastStart });
-}
-
 /** ms from a new pg.Client's connect() to the row of `query`, the client ended afterwards. */
 export async function firstRowMs(config: pg.ClientConfig, query = 'select 1'): Promise<number> {
   const client = new pg.Client(config);
@@ -47,10 +35,7 @@ export async function firstRowMs(config: pg.ClientConfig, query = 'select 1'): P
   return ms;
 }
 
-/**
- * Runs `open` `count` times, at most `concurrency` at once. After a failure no more are started;
- * the first failure is thrown once every one under way has settled.
- */
+/** Runs `open` `count` times, `concurrency` at once; after a failure starts no more, and throws it once all have settled. */
 export async function openMany(count: number, concurrency: number, open: () => Promise<void>): Promise<void> {
   let started = 0;
   const failures: unknown[] = [];

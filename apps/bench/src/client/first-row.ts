@@ -1,21 +1,16 @@
-// (a) Cold start to first row across the WAN path: a client that has nothing open sends
-// `select 1` and waits for its row, over TCP+TLS (TCP handshake, SSLRequest, TLS, StartupMessage,
-// query), a fresh QUIC connection (full handshake) and a QUIC connection resumed with a session
-// ticket (0-RTT). Counted in ms and in round trips of the path's measured RTT.
+// (a) Cold start to first row across the WAN path: a client with nothing open sends `select 1` over TCP+TLS, a fresh QUIC
+// connection or one resumed with a ticket (0-RTT), and waits for the row: in ms and in the path's measured RTTs.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { QuicClient, SessionManager, StartupHints } from '@quicpool/client';
+import { QuicClient, QuicPool, SessionManager, StartupHints } from '@quicpool/client';
 import type { FastStartMode, SessionManagerOptions } from '@quicpool/client';
 import { QuicTicketStore } from '@quicpool/transport';
 import type { BenchTargets, Login } from './connect.js';
-import { firstRowMs, quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
+import { firstRowMs, quicManagerOptions, tlsClientConfig } from './connect.js';
 import { median } from '../report/median.js';
 
-/**
- * quic0rttPgStartup: 0-RTT with `fastStart: false` (pg's own startup: the query waits for ReadyForQuery).
- * quic0rttReadOnly: 0-RTT with `fastStart: 'early-data'` (StartupMessage and query in the 0-RTT
- * flight) to a pooler with `quic.early_data = "read-only"` (answers before the handshake is confirmed).
- */
+// quic0rttPgStartup: 0-RTT with `fastStart: false` (the query waits for ReadyForQuery); quic0rttReadOnly:
+// `fastStart: 'early-data'` to a pooler with `quic.early_data = "read-only"` (answers before the handshake ends).
 export const COLD_PATHS = ['tcpTls', 'quic', 'quic0rtt', 'quic0rttPgStartup', 'quic0rttReadOnly'] as const;
 export type ColdPath = (typeof COLD_PATHS)[number];
 
@@ -63,15 +58,12 @@ export async function measurePathRtts(t: BenchTargets, login: Login) {
 /** What a client keeps from its previous connections to a pooler: session tickets and login hints (manager options). */
 const newMemory = () => ({ tickets: new QuicTicketStore(), startupHints: new StartupHints() });
 
-/**
- * A new manager (nothing open) with what the client remembers: nothing = a client that never
- * talked to this pooler (full handshake); the previous run's ticket and login hints = 0-RTT.
- */
+/** A first row on a new manager with what the client remembers: nothing (full handshake), or a ticket and hints (0-RTT). */
 async function quicFirstRow(
   t: BenchTargets, login: Login, memory: ReturnType<typeof newMemory>, fastStart: FastStartMode = true, extra: Partial<SessionManagerOptions> = {},
 ) {
   const manager = new SessionManager(quicManagerOptions(t, { maxConnections: 1, ...memory, ...extra }));
-  const pool = quicPool(login, 1, manager, fastStart);
+  const pool = new QuicPool({ ...login, max: 1, idleTimeoutMillis: 0, quic: manager, fastStart });
   try {
     const t0 = performance.now();
     const client = await pool.connect();
@@ -91,23 +83,15 @@ async function quicFirstRow(
   }
 }
 
-/**
- * The read-only 0-RTT path: a first connection to `readOnly` (a pooler with `quic.early_data =
- * "read-only"`) for its ticket and login hint, then a new client on a connection resumed with that
- * ticket, `fastStart: 'early-data'` (StartupMessage and the query in the 0-RTT flight): the resumed
- * one's first row (`resumed` and `earlyData` say whether it really was 0-RTT). `extra`: more
- * manager options (a client certificate for `cert` logins).
- */
+// The read-only 0-RTT path: a first connection to `readOnly` for its ticket and login hint, then the first row of a client
+// resumed with them, `fastStart: 'early-data'` (`resumed`, `earlyData`: was it 0-RTT); `extra`: e.g. a client certificate.
 export async function readOnlyZeroRttFirstRow(readOnly: BenchTargets, login: Login, extra: Partial<SessionManagerOptions> = {}) {
   const memory = newMemory();
   await quicFirstRow(readOnly, login, memory, true, extra);
   return quicFirstRow(readOnly, login, memory, 'early-data', extra);
 }
 
-/**
- * `trials` rounds of (TCP+TLS, QUIC full, QUIC 0-RTT, 0-RTT pg startup, 0-RTT read-only), interleaved;
- * medians. `readOnly`: the same path to a pooler with the read-only 0-RTT policy.
- */
+/** `trials` interleaved rounds of every cold path, medians; `readOnly`: the pooler with the read-only 0-RTT policy. */
 export async function measureColdStart(t: BenchTargets, readOnly: BenchTargets, login: Login, rtt: PathRtts, trials: number, onTrial: (line: string) => void) {
   const samples = byColdPath((): number[] => []);
   let resumedEveryTime = true;
@@ -130,7 +114,6 @@ export async function measureColdStart(t: BenchTargets, readOnly: BenchTargets, 
     pipelined.quic &&= fresh.pipelined;
     pipelined.quic0rtt &&= resumed.pipelined;
   }
-  // Median ms to the first row per path, and that in round trips of the path's measured RTT.
   const ms = byColdPath((p) => medianMs(samples[p]));
   const rtts = byColdPath((p) => ms[p] / (p === 'tcpTls' ? rtt.tcpMs : rtt.quicMs));
   // resumedEveryTime, earlyDataEveryTime: every 0-RTT trial (read-only path included) resumed and sent its stream as early data;

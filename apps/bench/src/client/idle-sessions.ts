@@ -1,10 +1,8 @@
-// (b) The cost of one idle session: a client process (its own, started with --expose-gc) opens
-// `warmup` connected pg.Clients, samples, opens the rest up to `sessions`, samples again; the
-// difference divided by the added sessions is the marginal cost of one idle session: RSS, kernel
-// socket buffer memory (/proc/net/sockstat `mem`, TCP or UDP), sockets and file descriptors.
-// Measured straight against the pooler, not across the WAN (an idle session's cost does not depend
-// on the path's delay, and a relay's own sockets would count in sockstat): on the packet path the
-// worker runs in the daemon's namespace, so both ends of each session count there, as on loopback.
+// (b) The cost of one idle session: a worker process (with --expose-gc) opens `warmup` connected clients,
+// samples, opens the rest up to `sessions`, samples again; the difference per added session is its RSS,
+// kernel socket memory (/proc/net/sockstat), sockets and fds. Straight to the pooler, not across the WAN
+// (the delay does not change an idle session's cost, and a relay's own sockets would count in sockstat):
+// on the packet path the worker runs in the daemon's namespace, so both ends count there, as on loopback.
 import pg from 'pg';
 import { QuicClient, SessionManager } from '@quicpool/client';
 import { IDLE_FLAG } from '../commands/worker-flags.js';
@@ -85,11 +83,7 @@ function perSession(transport: IdleWorkerConfig['transport'], a: MemorySample, b
   };
 }
 
-/**
- * The bench side: runs the idle worker (a fresh process of `script`), in network namespace `ns`
- * when given (the packet path's server side, where the daemon runs: both ends of each session then
- * count in that namespace's sockstat, as on loopback).
- */
+/** The bench side: runs the idle worker (a fresh process of `script`), in network namespace `ns` when given. */
 export async function measureIdle(script: string, config: IdleWorkerConfig, ns: string | null = null): Promise<IdleResult> {
   const node = ['--expose-gc', script, IDLE_FLAG, JSON.stringify(config)];
   const worker = await startWorkerProcess({

@@ -1,6 +1,5 @@
-// What a process and the kernel hold: this process's RSS and open file descriptors, and the
-// kernel's socket buffer memory and socket counts from /proc/net/sockstat (system-wide, so both
-// ends of a loopback connection count). Linux only.
+// What a process and the kernel hold: this process's RSS and fds, and the kernel's socket memory and socket counts from
+// /proc/net/sockstat (system-wide: both ends of a loopback connection count). Linux only.
 import { readFileSync } from 'node:fs';
 import { countProcFds } from '../telemetry/proc.js';
 

@@ -1,17 +1,14 @@
-// `pnpm bench:client`: what the quicpool client buys a far-away Node.js application, in one run.
-// Postgres (pg-fixture) <- the quicpool daemon (own process: TCP with TLS after SSLRequest + QUIC) <- the WAN path
-// (as root the packet path, the daemons in its server namespace; else the user-space relay) <- this process (pg over
-// TCP+TLS, @quicpool/client over QUIC).
-//   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM
-//   (b) idle sessions: RSS + kernel socket memory + fds per connected pg.Client (own processes, straight to the
-//       daemon: on the host's loopback, or inside the packet path's server namespace where the daemon runs)
+// `pnpm bench:client`: what the quicpool client buys a far-away Node.js application, in one run. Postgres <-
+// the daemon (TCP with TLS after SSLRequest, and QUIC) <- the WAN path <- this process (pg, @quicpool/client):
+//   (a) cold start to first row: TCP+TLS vs QUIC full handshake vs QUIC 0-RTT, trust and SCRAM (first-row.ts)
+//   (b) idle sessions: memory and fds per connected client, straight to the daemon (idle-sessions.ts)
 //   (c) 2,000 sessions x 1 query from nothing open: time to drain
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { SessionManager } from '@quicpool/client';
+import { QuicPool, SessionManager } from '@quicpool/client';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { describeMachine, load1, machineLine } from '../report/machine.js';
 import { round2 as r2 } from '../report/round.js';
@@ -21,8 +18,8 @@ import { daemonBehind, openPathHere } from '../stack/wan-path.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { openFileLimit, readProcSample } from '../telemetry/proc.js';
 import type { BenchTargets, Login } from './connect.js';
-import { quicManagerOptions, quicPool, tlsClientConfig } from './connect.js';
-import { byColdPath, measureColdStart, measurePathRtts } from './first-row.js';
+import { quicManagerOptions, tlsClientConfig } from './connect.js';
+import { byColdPath, COLD_PATHS, measureColdStart, measurePathRtts } from './first-row.js';
 import type { ColdPath, ColdStartResult } from './first-row.js';
 import { measureIdle } from './idle-sessions.js';
 import type { IdleResult } from './idle-sessions.js';
@@ -37,7 +34,6 @@ export interface ClientBenchOptions {
   readonly json: boolean;
   /** Which measurements to run (all three by default; the JSON then has only theirs). */
   readonly parts: { readonly cold: boolean; readonly idle: boolean; readonly drain: boolean };
-  /** The WAN: the packet path where it can be built (`auto`), or as asked. */
   readonly path: PathMode | 'auto';
   /** The quicpool-bench program: run as the idle workers. */
   readonly script: string;
@@ -47,10 +43,7 @@ const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
 type DrainCost = Awaited<ReturnType<typeof drain>>;
 
-/**
- * (c) `sessions` queries at once on a pool with nothing open, and the CPU it cost this process (the client) and the pooler:
- * the CPU counts from before `open` makes the pool to after `close` (the pool's end) has run.
- */
+/** (c) `sessions` queries at once on a pool with nothing open, and the CPU it cost the client and the pooler, `open` to `close`. */
 async function drain(poolerPid: number, sessions: number, open: () => { pool: pg.Pool; close: () => Promise<void> }) {
   const c0 = process.cpuUsage();
   const p0 = readProcSample(poolerPid);
@@ -146,7 +139,7 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
       log(`(c) ${o.sessions} sessions x 1 query, QUIC ...`);
       const quic = await drain(pooler.pid, o.sessions, () => {
         const manager = new SessionManager(quicManagerOptions(wan, { maxConnections: o.quicConnections, streamsPerConnection: o.streamsPerConnection }));
-        const pool = quicPool(trust, o.sessions, manager);
+        const pool = new QuicPool({ ...trust, max: o.sessions, idleTimeoutMillis: 0, quic: manager, fastStart: true });
         return { pool, close: () => pool.end().then(() => manager.close()) };
       });
       drained = { tcp, quic };
@@ -203,17 +196,16 @@ export async function runClientBench(o: ClientBenchOptions): Promise<void> {
 }
 
 const kb = (b: number): string => `${(b / 1024).toFixed(1)} KiB`;
-const cell = (s: string, w: number): string => s.padStart(w);
 const ratio = (q: number, t: number): string => (t === 0 ? '-' : (q / t).toFixed(2));
 function row(out: string[], label: string, t: string, q: string, r = ''): void {
-  out.push(`    ${label.padEnd(44)}${cell(t, 14)}${cell(q, 17)}${cell(r, 11)}`);
+  out.push(`    ${label.padEnd(44)}${t.padStart(14)}${q.padStart(17)}${r.padStart(11)}`);
 }
 
 function coldLines(out: string[], o: ClientBenchOptions, trust: ColdStartResult, scram: ColdStartResult, mode: VariantPath['mode']): void {
   out.push(`(a) cold start to first row (median of ${o.trials})            TCP+TLS         QUIC full        QUIC 0-RTT  0-RTT, pg startup  0-RTT, read-only`);
   for (const [name, c] of [['trust', trust], ['SCRAM-SHA-256', scram]] as const) {
     const f = (p: ColdPath): string => `${c.rtts[p].toFixed(2)} RTT ${c.ms[p].toFixed(0).padStart(4)} ms`;
-    out.push(`    ${name.padEnd(32)}${cell(f('tcpTls'), 18)}${cell(f('quic'), 18)}${cell(f('quic0rtt'), 18)}${cell(f('quic0rttPgStartup'), 18)}${cell(f('quic0rttReadOnly'), 18)}`);
+    out.push(`    ${name.padEnd(32)}${COLD_PATHS.map((p) => f(p).padStart(18)).join('')}`);
   }
   const zr = trust.resumedEveryTime && scram.resumedEveryTime ? 'yes' : 'NO';
   const ed = trust.earlyDataEveryTime && scram.earlyDataEveryTime ? 'yes' : 'NO';

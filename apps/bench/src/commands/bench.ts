@@ -1,7 +1,5 @@
-// `quicpool-bench bench` (`pnpm bench`): does multiplexing beat TCP pooling for a client 30 ms away? The scenarios over
-// the packet-level WAN path (as root; else the relay, and the report says so), against the real quicpool daemon, R
-// rounds each; a line per second, then a summary; bench-results/<timestamp>/ gets CSVs, summary.json, report.html,
-// report.png, <scenario>.png. Each variant's client process is this program (`--bench-worker variant`).
+// `quicpool-bench bench` (`pnpm bench`, docs/benchmark.md): the scenarios, R rounds each; a line per second,
+// then a summary and the report (report/write.ts). Each variant's client process is this program (`--bench-worker variant`).
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { PostgresServer } from '@quicpool/pg-fixture';
@@ -91,12 +89,9 @@ export const command = defineCommand({
       if (values.json) {
         const first = outcomes[0]!;
         const s = first.report.summary;
-        // --steady: the pooler's CPU per query over the load and the first second's latency, by variant
-        // (`scenario/variant` when several scenarios ran).
         const steady = o.steadyRate === null ? {} : steadyJson(steadyByScenario(first.results));
         say(JSON.stringify({ ...s.figures, ...steady, wanPath: first.setup.wanPath, congestionControl: first.setup.congestion, scale: first.scale, notAvailable: s.notAvailable, machine: s.machine, reportDir: first.report.dir, workers: byWorkers }));
       }
-      return 0;
     } finally {
       await stop();
       copy.remove();

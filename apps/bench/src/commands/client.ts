@@ -1,7 +1,4 @@
-// `quicpool-bench client` (`pnpm bench:client`): cold start to first row, idle-session cost and
-// time to drain 2,000 sessions, TCP+TLS vs the quicpool client over QUIC, across the WAN path
-// (--path: auto, the packet path as root, else the user-space relay), in one run (--parts a,b,c).
-// The pooler is the real quicpool daemon.
+// `quicpool-bench client` (`pnpm bench:client`, client/run-client.ts); --parts a,b,c: which of its three parts run.
 import { defineCommand, JSON_OPTION, UsageError, wholeOption } from '../command-line.js';
 import { runClientBench } from '../client/run-client.js';
 import { PATH_OPTION, pathOption } from '../stack/wan-path.js';
@@ -24,19 +21,16 @@ export const command = defineCommand({
     streams: { type: 'string', default: '40' },
     'pool-size': { type: 'string', default: '20' },
   },
-  async run({ values, program }) {
-    await runClientBench({
-      oneWayMs: wholeOption('delay', values.delay, 0),
-      trials: wholeOption('trials', values.trials),
-      sessions: wholeOption('sessions', values.sessions, 100),
-      quicConnections: wholeOption('quic-connections', values['quic-connections']),
-      streamsPerConnection: wholeOption('streams', values.streams),
-      poolSize: wholeOption('pool-size', values['pool-size']),
-      json: values.json,
-      parts: partsOf(values.parts),
-      path: pathOption(values.path),
-      script: program,
-    });
-    return 0;
-  },
+  run: ({ values, program }) => runClientBench({
+    oneWayMs: wholeOption('delay', values.delay, 0),
+    trials: wholeOption('trials', values.trials),
+    sessions: wholeOption('sessions', values.sessions, 100),
+    quicConnections: wholeOption('quic-connections', values['quic-connections']),
+    streamsPerConnection: wholeOption('streams', values.streams),
+    poolSize: wholeOption('pool-size', values['pool-size']),
+    json: values.json,
+    parts: partsOf(values.parts),
+    path: pathOption(values.path),
+    script: program,
+  }),
 });

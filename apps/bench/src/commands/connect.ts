@@ -1,7 +1,4 @@
-// `quicpool-bench connect` (`pnpm bench:connect`): pgbench and time to first row, straight to the
-// pooler over TCP+TLS vs through `quicpool connect`'s agent over QUIC, across the WAN path (--path:
-// auto, the packet path as root, else the user-space relay), and the pooler's sockets and memory
-// with --sessions held open each way.
+// `quicpool-bench connect` (`pnpm bench:connect`, connect/run-connect.ts); --sessions: held open each way in its part (c).
 import { defineCommand, JSON_OPTION, wholeOption } from '../command-line.js';
 import { runConnectBench } from '../connect/run-connect.js';
 import { PATH_OPTION, pathOption } from '../stack/wan-path.js';
@@ -16,16 +13,13 @@ export const command = defineCommand({
     seconds: { type: 'string', default: '10' },
     sessions: { type: 'string', default: '2000' },
   },
-  async run({ values }) {
-    await runConnectBench({
-      oneWayMs: wholeOption('delay', values.delay, 0),
-      trials: wholeOption('trials', values.trials),
-      clients: wholeOption('clients', values.clients),
-      seconds: wholeOption('seconds', values.seconds),
-      sessions: wholeOption('sessions', values.sessions),
-      json: values.json,
-      path: pathOption(values.path),
-    });
-    return 0;
-  },
+  run: ({ values }) => runConnectBench({
+    oneWayMs: wholeOption('delay', values.delay, 0),
+    trials: wholeOption('trials', values.trials),
+    clients: wholeOption('clients', values.clients),
+    seconds: wholeOption('seconds', values.seconds),
+    sessions: wholeOption('sessions', values.sessions),
+    json: values.json,
+    path: pathOption(values.path),
+  }),
 });

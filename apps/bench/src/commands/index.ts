@@ -1,5 +1,4 @@
-// The subcommands of quicpool-bench: name, one line of help, and the module that runs it (loaded
-// only when chosen, so each benchmark's process holds only its own code).
+// The subcommands of quicpool-bench: name, help line, and the module that runs it (loaded only when chosen).
 import type { Command } from '../command-line.js';
 
 export const SUBCOMMANDS: readonly { readonly name: string; readonly summary: string; load(): Promise<Command> }[] = [

@@ -1,7 +1,6 @@
-// `quicpool-bench netpath` (`pnpm bench:netpath`): the packet-level WAN path on its own: builds one, measures the RTT
-// it gives with UDP round trips, then the forwarder's CPU per packet under a light load, and removes it again. The RTT
-// is reported twice: as Node's UDP endpoints see it (what the bench's processes get) and as the forwarder's own clock
-// sees it (the path alone). Two more modes, used by its tests:
+// `quicpool-bench netpath` (`pnpm bench:netpath`): builds a packet path, measures its RTT with UDP round trips (as
+// Node's endpoints see it, and as the forwarder's clock does: the path alone), then the forwarder's CPU per packet
+// under a light load, and removes it. Two more modes, used by its tests:
 //   --where   prints {"source": <forwarder.c as found from this file>, "unavailable": <reason or null>}
 //   --hold    builds a path, prints {"ready":true,...names and pids...} and keeps it until SIGTERM,
 //             SIGINT or EOF on stdin (the test SIGKILLs it to check the watchdog's cleanup)
@@ -52,7 +51,7 @@ async function hold(values: Values<typeof OPTIONS>): Promise<null> {
   return null;
 }
 
-async function measure(values: Values<typeof OPTIONS>): Promise<number> {
+async function measure(values: Values<typeof OPTIONS>): Promise<void> {
   const up = numberOption('delay-ms', values['delay-ms']);
   const down = values['delay-down-ms'] === undefined ? up : numberOption('delay-down-ms', values['delay-down-ms']);
   const loadPps = numberOption('load-pps', values['load-pps']);
@@ -93,7 +92,6 @@ async function measure(values: Values<typeof OPTIONS>): Promise<number> {
   } finally {
     await path.close();
   }
-  return 0;
 }
 
 export const command = defineCommand({

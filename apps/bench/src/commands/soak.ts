@@ -1,6 +1,4 @@
-// `quicpool-bench soak` (`pnpm bench:soak`): steady mixed load over TCP and QUIC through the WAN
-// relay with a fault every few seconds; exit 1 when memory or counts grew without bound, an answer
-// was wrong, or errors happened outside fault windows (see soak/run-soak.ts).
+// `quicpool-bench soak` (`pnpm bench:soak`, soak/run-soak.ts): exit 1 when the soak finds growth, wrong answers or stray errors.
 import { defineCommand } from '../command-line.js';
 import { SOAK_OPTIONS, soakOptionsOf } from '../soak/options.js';
 import { runSoak } from '../soak/run-soak.js';

@@ -1,9 +1,7 @@
-// `quicpool-bench transport` (`pnpm bench:transport`): what one 200-byte request/response costs over each transport,
-// client and server in separate processes (CPU µs per round trip per side, round trips/s, latency, RSS); the round
-// trips to a first response through a 15 ms WAN, fresh QUIC against 0-RTT; and this machine's floor for QUIC (quiche
-// alone in memory, UDP alone). --io: the UDP I/O paths of the QUIC rows (`native`, the batched module, skipped with a
-// note where it is missing; `dgram`). --matrixai: connections x streams of the @matrixai/quic high-level reference
-// (streams < 1000). --rounds N: the ping-pong runs N times, interleaved (tcp, quic, matrixai, tcp, ...), and every
+// `quicpool-bench transport` (`pnpm bench:transport`): the ping-pong (transport/pingpong-harness.ts), the first response
+// through a 15 ms WAN (first-response.ts) and the QUIC floor (quic-floor.ts). --io: the UDP I/O paths of the QUIC rows
+// (`native`, the batched module, skipped with a note where missing; `dgram`). --matrixai: connections x streams of the
+// @matrixai/quic high-level reference (streams < 1000). --rounds N: the ping-pong runs N times, interleaved, and every
 // figure in the table is the median of its N runs: single runs on this shared 2-core machine move by 10-20%.
 import { udpIoStatus } from '@quicpool/transport';
 import type { UdpIoKind } from '@quicpool/transport';
@@ -51,7 +49,7 @@ export const command = defineCommand({
     });
     const runs: PingPongResult[] = [];
     const failures: Array<{ label: string; error: string }> = [];
-    /** Runs one measurement; a failure is reported ("not available") instead of ending the command. */
+    // A failed measurement is reported ("not available") instead of ending the command.
     const attempt = async <T>(label: string, run: () => Promise<T>): Promise<T | null> => {
       try {
         return await run();
@@ -111,6 +109,5 @@ export const command = defineCommand({
     if (values.json) {
       console.log(JSON.stringify({ statistic: rounds > 1 ? `median of ${rounds} rounds` : 'single run', ...summary(rows, quicIo, first, floor, ratios, failures) }));
     }
-    return 0;
   },
 });

@@ -1,7 +1,6 @@
-// `quicpool-bench wire` (`pnpm bench:wire`): backend-message decoding throughput of @quicpool/wire against
-// pg-protocol's Parser (node-postgres's own) on `SELECT trunc(random() * 100) FROM generate_series(1, 10)` responses:
-// by default src/wire/select-trunc.bin.gz, a real PostgreSQL's, recorded by --record <postgres URL> (to --fixture FILE,
-// then exit); --fixture FILE replays other bytes (gzipped or not), --synthesize generates them.
+// `quicpool-bench wire` (`pnpm bench:wire`): decoding throughput of @quicpool/wire against pg-protocol's Parser on the
+// workload's responses: by default src/wire/select-trunc.bin.gz, a real PostgreSQL's, recorded by --record <postgres URL>
+// (to --fixture FILE, then exit); --fixture FILE replays other bytes (gzipped or not), --synthesize generates them.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
@@ -39,7 +38,7 @@ export const command = defineCommand({
       const gz = await recordSelectTrunc(args.record, Number(args.queries));
       writeFileSync(file, gz);
       console.log(`recorded ${args.queries} responses to ${file} (${gz.length} bytes gzipped)`);
-      return 0;
+      return;
     }
 
     const fixture = args.fixture ?? (!args.synthesize && existsSync(RECORDED) ? RECORDED : undefined);
@@ -128,19 +127,16 @@ export const command = defineCommand({
     console.log(`targets: frame-only >= 2x pg-protocol, typed >= 1x pg-protocol`);
 
     if (args.json) {
-      console.log(
-        JSON.stringify({
-          rawVsPgProtocol: Number(ratio(results[0]!).toFixed(3)),
-          rawMessageVsPgProtocol: Number(ratio(results[1]!).toFixed(3)),
-          typedVsPgProtocol: Number(ratio(results[2]!).toFixed(3)),
-          messagesPerSecond: Object.fromEntries(results.map((r) => [r.name, Math.round(r.messagesPerSecond)])),
-          bytes: stream.length,
-          messages: expected,
-          chunkSize: Number(args.chunk),
-          source: fixture !== undefined ? 'recorded' : 'synthesized',
-        }),
-      );
+      console.log(JSON.stringify({
+        rawVsPgProtocol: Number(ratio(results[0]!).toFixed(3)),
+        rawMessageVsPgProtocol: Number(ratio(results[1]!).toFixed(3)),
+        typedVsPgProtocol: Number(ratio(results[2]!).toFixed(3)),
+        messagesPerSecond: Object.fromEntries(results.map((r) => [r.name, Math.round(r.messagesPerSecond)])),
+        bytes: stream.length,
+        messages: expected,
+        chunkSize: Number(args.chunk),
+        source: fixture !== undefined ? 'recorded' : 'synthesized',
+      }));
     }
-    return 0;
   },
 });

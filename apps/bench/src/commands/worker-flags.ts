@@ -1,6 +1,4 @@
-// The flags that make quicpool-bench one of the child processes a benchmark starts of itself
-// (`quicpool-bench <flag> ...` instead of a subcommand): a leaf module, so that naming a flag does
-// not load the worker's code.
+// The flags that make quicpool-bench a benchmark's child process: a leaf module, so naming one loads no worker code.
 
 /** A variant's client process of `bench`: `--bench-worker variant <json>`. */
 export const BENCH_WORKER_FLAG = '--bench-worker';

@@ -1,6 +1,4 @@
-// The child processes a benchmark starts of this same program (`quicpool-bench <flag> ...`): each
-// flag loads its benchmark's whole module, as the benchmark's own program did before, so the
-// child's memory and start-up stay what they were; its arguments follow the flag.
+// Child processes of this program (`quicpool-bench <flag>`): each loads its benchmark's module too, so memory stays as it was.
 import { UsageError } from '../command-line.js';
 import type { ChildConfig } from '../scenarios/variant-child.js';
 import type { ForwarderTarget } from '../lan/node-forwarder.js';
@@ -37,8 +35,10 @@ export const WORKERS: ReadonlyMap<string, Worker> = new Map<string, Worker>([
     return null;
   }],
   [QUIC_SERVER_FLAG, async () => {
-    const [{ runQuicPingPongServerChild }] = await Promise.all([import('../transport/quic-pingpong.js'), import('./transport.js')]);
-    runQuicPingPongServerChild();
+    const [{ runPingPongWorker }, { quicRoles }] = await Promise.all([
+      import('../transport/pingpong-worker.js'), import('../transport/quic-pingpong.js'), import('./transport.js'),
+    ]);
+    runPingPongWorker(quicRoles);
     return null;
   }],
 ]);

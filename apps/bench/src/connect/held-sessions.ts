@@ -1,9 +1,7 @@
-// (c) What the pooler holds for many open sessions: `count` node-postgres clients (what psql and
-// every other driver look like to a pooler) connected at once, each with one `select 1` answered,
-// then the pooler process read from outside: open file descriptors, how many are sockets
-// (/proc/PID/fd) and its RSS (/proc/PID/status). Bounded: at most `concurrency` connecting at once,
-// every connect and query has a timeout, and the whole opening has a deadline; every client is
-// ended before this returns, whatever happened.
+// (c) What the pooler holds for many open sessions: `count` node-postgres clients (what any driver looks
+// like to a pooler) connected at once, each with one `select 1` answered, then the pooler's fds, sockets
+// and RSS read from /proc. Bounded: `concurrency` connecting at once, timeouts on every connect and query,
+// a deadline on the whole opening; every client is ended before this returns.
 import pg from 'pg';
 import { openMany } from '../client/connect.js';
 import { readProcFds, readProcSample } from '../telemetry/proc.js';
@@ -11,13 +9,11 @@ import { readProcFds, readProcSample } from '../telemetry/proc.js';
 export type HeldSessions = Awaited<ReturnType<typeof holdSessions>>;
 
 export interface HoldOptions {
-  /** The pooler's pid (read through /proc). */
   readonly poolerPid: number;
   readonly count: number;
   readonly concurrency: number;
   /** Settings of one client (where it connects, who logs in). */
   readonly client: pg.ClientConfig;
-  /** Deadline for opening all of them, ms. */
   readonly deadlineMs: number;
 }
 

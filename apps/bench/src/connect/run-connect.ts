@@ -1,15 +1,10 @@
-// `pnpm bench:connect`: what `quicpool connect` (the local agent) buys a client that is not Node.
-// Postgres (pg-fixture) <- the quicpool daemon (own process) <- the WAN path (the packet path as
-// root: the daemons in the server's namespace, reaching Postgres by its unix socket; otherwise the
-// user-space relay) <- the agent (QuicAgent, in this process) <- pgbench / pg.Client on loopback.
-//   (a) pgbench -C -S (a new connection per transaction) and plain -S at -c 50: straight to the
-//       daemon over TCP+TLS with SCRAM vs through the agent over QUIC with certificate authentication
-//   (b) time to first row of a new session, median of N, by the paths of FIRST_ROW_PATHS; "read-only
-//       0-RTT": @quicpool/client without the agent, resumed, to a second daemon with quic.early_data
-//       = "read-only"; "fast start": the agent checks its unix-socket clients by peer credentials and
-//       answers the login itself (certificate to the pooler), so StartupMessage and query leave in one flight
-//   (c) the pooler's file descriptors, sockets and RSS with N sessions held open through the agent
-//       vs N straight over TCP+TLS (a fresh daemon each, loopback; held-sessions.ts holds them)
+// `pnpm bench:connect` (docs/connect.md, "Measured"): what `quicpool connect` (the local agent, in this
+// process) buys a client that is not Node. Postgres <- the daemon <- the WAN path <- the agent <- pgbench /
+// pg.Client on loopback, against the same clients straight to the daemon over TCP+TLS with SCRAM:
+//   (a) pgbench -S, with -C (a new connection per transaction) and without
+//   (b) time to first row of a new session, by the paths of FIRST_ROW_PATHS ("fast start": the agent
+//       answers the login itself, so StartupMessage and query leave in one flight)
+//   (c) the pooler's fds, sockets and RSS with N sessions held open each way (held-sessions.ts)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +21,6 @@ import { describeMachine, machineLine } from '../report/machine.js';
 import { round2 as r2 } from '../report/round.js';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import type { DaemonOptions, RunningDaemon } from '../stack/daemon.js';
-import type { PgTarget } from '../stack/postgres.js';
 import { daemonBehind, openPathHere } from '../stack/wan-path.js';
 import type { PathMode, VariantPath } from '../stack/wan-path.js';
 import { openFileLimit } from '../telemetry/proc.js';
@@ -41,7 +35,6 @@ export interface ConnectBenchOptions {
   /** (c): sessions held open on each side. */
   readonly sessions: number;
   readonly json: boolean;
-  /** The WAN: the packet path where it can be built (`auto`), or as asked. */
   readonly path: PathMode | 'auto';
 }
 
@@ -93,8 +86,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
   log(`${machineLine(describeMachine())}; open-file limit ${limit ?? 'unknown'}`);
   const pgServer = await startPostgres({ settings: { max_connections: '200' } });
   const stateDir = mkdtempSync(join(tmpdir(), 'quicpool-bench-connect-'));
-  // Fast start: local clients on the agent's unix socket checked by peer credentials, so the
-  // database user is this process's OS user (a role of that name, logged in by the agent's certificate).
+  // Fast start checks the agent's unix-socket clients by peer credentials: the database user is our OS user.
   const osUser = userInfo().username;
   let pooler: RunningDaemon | null = null;
   let readOnlyPooler: RunningDaemon | null = null;
@@ -103,7 +95,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const info = pgServer.info;
     if (osUser === info.user || osUser === info.trustUser) throw new Error(`run the bench as an OS user not named ${osUser}: the fixture's own roles have that name`);
     const scram = { user: info.user, password: info.password, database: info.database };
-    const admin: PgTarget = { host: info.host, port: info.port, ...scram };
+    const admin = { host: info.host, port: info.port, ...scram };
     await withPgClient(admin, (c) => c.query(`create role ${pg.escapeIdentifier(osUser)} login password ${pg.escapeLiteral(info.password)}`));
     const agentCert = await generateDevCertificates({ names: ['bench-agent'], caName: 'bench agents CA' });
     const clientCaFile = join(stateDir, 'agents-ca.pem');
@@ -145,14 +137,11 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const peerLogin = (port: number): pg.ClientConfig => ({ user: osUser, database: info.database, host: stateDir, port });
     const tls = { ...scram, host: wanTcp.host, port: wanTcp.port, ssl: { ca: caPem, servername: 'localhost', rejectUnauthorized: true } };
 
-    // One round trip: `select 1` on an open TCP+TLS session.
     const rttMs = await withPgClient(tls, (c) => roundTripMs(() => c.query('select 1')));
     log(`WAN ${o.oneWayMs} ms each way (${path.mode} path); measured RTT (select 1 on an open TCP+TLS session) ${rttMs.toFixed(2)} ms`);
 
-    // (b) first row of a new session.
     log(`(b) first row of a new session, ${o.trials} trials per path ...`);
     const samples = byFirstRowPath((): number[] => []);
-    /** `o.trials` first rows on path `p`, one by `trial` each. */
     const trials = async (p: FirstRowPath, trial: () => Promise<number>): Promise<void> => {
       for (let i = 0; i < o.trials; i++) samples[p].push(await trial());
     };
@@ -198,7 +187,6 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     const ms = byFirstRowPath((p) => medianMs(samples[p]));
     const rtts = byFirstRowPath((p) => ms[p] / rttMs);
 
-    // (a) pgbench.
     let bench: Record<'connectPerTx' | 'plain', { tcpTls: PgbenchSummary; agent: PgbenchSummary }> | null = null;
     let fastBench: PgbenchSummary | null = null;
     if (pgbench === null) {
@@ -210,11 +198,11 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
           await c.query(`grant select, update on pgbench_accounts, pgbench_branches, pgbench_tellers to ${who}; grant insert on pgbench_history to ${who}`);
         }
       });
-      const tlsTarget: PgTarget = { ...admin, host: wanTcp.host, port: wanTcp.port };
+      const tlsTarget = { ...admin, host: wanTcp.host, port: wanTcp.port };
       const args = (perTx: boolean): string[] => [...(perTx ? ['-C'] : []), '-S', '-c', String(o.clients), '-j', '2', '-T', String(o.seconds)];
       const timeoutMs = (o.seconds + 60) * 1000;
       bench = await withAgent(quic({ ...cert, maxConnections: 2 }), {}, true, async (port) => {
-        const agentTarget: PgTarget = { host: '127.0.0.1', port, user: info.trustUser, password: '', database: info.database };
+        const agentTarget = { host: '127.0.0.1', port, user: info.trustUser, password: '', database: info.database };
         const both = async (perTx: boolean): Promise<{ tcpTls: PgbenchSummary; agent: PgbenchSummary }> => {
           log(`(a) pgbench ${args(perTx).join(' ')}: TCP+TLS+SCRAM direct ...`);
           const tcpTls = parseSummary(await runPgbench(pgbench, tlsTarget, args(perTx), timeoutMs, 'require'));
@@ -224,7 +212,7 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
         return { connectPerTx: await both(true), plain: await both(false) };
       });
       fastBench = await withAgent(quic({ ...cert, maxConnections: 2 }), fastAgent, true, async (port, agent) => {
-        const fastTarget: PgTarget = { host: stateDir, port, user: osUser, password: '', database: info.database };
+        const fastTarget = { host: stateDir, port, user: osUser, password: '', database: info.database };
         log(`(a) pgbench ${args(true).join(' ')}: through the agent with fast start (unix socket, peer check; QUIC, certificate authentication) ...`);
         const s = parseSummary(await runPgbench(pgbench, fastTarget, args(true), timeoutMs));
         fastRuns.pgbench = agent.stats().fastStarts;

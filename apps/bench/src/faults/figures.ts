@@ -1,6 +1,5 @@
-// What a client saw of a fault, from its queries' records (queryLoop): how many were answered and
-// how many failed (by SQLSTATE), the longest time no client got an answer, and how long after the
-// server's return (or the standby's promotion) the first answer came.
+// What a client saw of a fault, from its queries' records (queryLoop): answered and failed (by SQLSTATE), the longest time
+// no client got an answer, and how long after the server's return (or the promotion) the first answer came.
 import type { QueryRecord } from '@quicpool/pg-fixture';
 
 export type FaultFigures = ReturnType<typeof faultFigures>;

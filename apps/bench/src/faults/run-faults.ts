@@ -1,15 +1,7 @@
-// `pnpm bench:faults`: what clients see when PostgreSQL restarts or fails over, through quicpool
-// (the daemon, over TCP and over QUIC) and through PgBouncer when it is installed, with the same
-// load in the same run: `clients` sessions running single-statement queries in a loop.
-//   restart:  `pg_ctl -m fast restart` of the server (the fixture's restart: SIGINT, then start on
-//             the same data and port) a third of the way in.
-//   failover: a primary and its streaming standby; the primary is stopped (fast) and the standby
-//             promoted at once. quicpool lists both hosts (upstream.hosts, target_session_attrs =
-//             read-write); PgBouncer 1.x has one host per database, the primary (it cannot follow a
-//             promotion without DNS or a config change, so its figures say so).
-// Per target: queries answered and failed (by SQLSTATE), the longest time without an answer, the
-// time from the server's return (or the promotion) to the first answer; and the server's own
-// restart time. Every process it starts (Postgres, standby, daemon, PgBouncer) it stops.
+// `pnpm bench:faults` (docs/benchmark.md, "Faults"): what clients see when PostgreSQL restarts (`pg_ctl -m fast
+// restart`) or fails over (the primary stopped, its streaming standby promoted at once), a third of the way into
+// the same load, through quicpool (TCP and QUIC; both hosts listed) and PgBouncer when installed (the primary only:
+// it cannot follow a promotion). Every process it starts (Postgres, standby, daemon, PgBouncer) it stops.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,23 +15,15 @@ import type { PgTarget } from '../stack/postgres.js';
 import { faultFigures } from './figures.js';
 import type { FaultFigures } from './figures.js';
 
-export interface FaultsOptions {
-  readonly clients: number;
-  /** Length of each run (s); the fault comes a third of the way in. */
-  readonly seconds: number;
-  readonly poolSize: number;
-  readonly json: boolean;
-}
+/** `seconds`: the length of each run; the fault comes a third of the way in. */
+export type FaultsOptions = Readonly<{ clients: number; seconds: number; poolSize: number; json: boolean }>;
 
 type Target = 'quicpoolTcp' | 'quicpoolQuic' | 'pgbouncer';
 
 type Login = Pick<PgTarget, 'user' | 'password' | 'database'>;
 
 /** A pooler in front of `hosts`, and how a client session reaches it. */
-interface Entry {
-  connect(): Promise<pg.Client>;
-  stop(): Promise<void>;
-}
+type Entry = { connect(): Promise<pg.Client>; stop(): Promise<void> };
 type Host = { host: string; port: number };
 /** Starts a target's pooler in front of `hosts` (the primary first). */
 type MakeEntry = (hosts: readonly Host[], login: Login) => Promise<Entry>;
@@ -89,10 +73,7 @@ async function pgbouncerEntry(bin: string, host: Host, login: Login, poolSize: n
   return { connect: () => connected({ host: '127.0.0.1', port: b.port, ...login }), stop: () => b.stop() };
 }
 
-/**
- * What the clients saw of a fault a third of the way into `seconds` of load: `prepare`, then `fault`, timed (faultMs);
- * the server counts as back when `fault` resolves.
- */
+/** What the clients saw of `fault` (timed: faultMs) a third of the way into the load, after `prepare`; back when it resolves. */
 async function underLoad(entry: Entry, o: FaultsOptions, sql: string, fault: () => Promise<void>, prepare = async (): Promise<void> => {}) {
   const load = queryLoop(() => entry.connect(), o.clients, sql);
   try {

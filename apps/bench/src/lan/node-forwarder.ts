@@ -1,13 +1,8 @@
-// References for bench:lan, not poolers: a Node.js process that gives each client connection its
-// own server connection and pipes the bytes both ways, untouched. They show what any Node.js
-// process in the path costs here (their CPU per transaction is a floor for a pooler built on
-// Node's sockets), so quicpool's figure can be read against them. Two kinds:
-// - 'net': net.Socket pipes (Node's Readable and Writable layers, as any Node program has them);
-// - 'transport': @quicpool/transport's fast paths, as the pooler uses them: reads into a buffer
-//   of ours (`readInto`, no Readable, no 'data' event) and writes handed to the libuv handle
-//   (`writeChunk`, no Writable). What is left is Node's callback per read and the system calls.
-// The bench forks its own program with NODE_FORWARDER_FLAG; the worker prints "PORT <n>" once listening and
-// ends with its stdin.
+// References for bench:lan, not poolers: a Node.js process that pipes each client connection to a server
+// connection of its own, untouched; its CPU per transaction is the floor of a pooler on Node's sockets. 'net':
+// net.Socket pipes; 'transport': the pooler's fast paths, reads into a buffer of ours (`readInto`) and writes
+// handed to the libuv handle (`writeChunk`), leaving only Node's callback per read and the system calls.
+// The worker (NODE_FORWARDER_FLAG) prints "PORT <n>" once listening and ends with its stdin.
 import { once } from 'node:events';
 import net from 'node:net';
 import { dialTcp, listenTcp } from '@quicpool/transport';
@@ -17,11 +12,7 @@ import { startWorkerProcess } from '../process/worker-process.js';
 
 export type ForwarderKind = 'net' | 'transport';
 
-export interface ForwarderTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly kind: ForwarderKind;
-}
+export type ForwarderTarget = Readonly<{ host: string; port: number; kind: ForwarderKind }>;
 
 /** The worker side: runs until SIGTERM or until its stdin ends. */
 export async function runNodeForwarder(target: ForwarderTarget): Promise<void> {
@@ -50,11 +41,8 @@ async function listenNet(target: ForwarderTarget): Promise<number> {
 
 const READ_BUFFER_BYTES = 64 * 1024;
 
-/**
- * Reads into one buffer and writes each read on to `to()` (or keeps a copy while there is no
- * `to` yet). The buffer is reused unless the peer's stream still holds what it was given.
- * No backpressure: pgbench -S sends one query and waits for its answer.
- */
+// Reads into one buffer and writes each read on to `to()` (a copy kept while there is none yet); the buffer is
+// reused unless the peer still holds what it was given. No backpressure: pgbench -S waits for each answer.
 function pipeInto(to: () => SessionStream | null, early: Buffer[]): ReadInto {
   let buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   return {

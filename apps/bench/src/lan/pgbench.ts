@@ -1,5 +1,4 @@
-// Running pgbench (from the machine's PostgreSQL client tools) against one target and reading
-// what it reports: tps and mean latency from its summary, p99 from its per-transaction log.
+// Runs pgbench (the machine's client tools) against one target: tps and mean latency from its summary, p99 from its log.
 import { execFile } from 'node:child_process';
 import { createReadStream, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,17 +8,11 @@ import type { PgTarget } from '../stack/postgres.js';
 export type PgbenchSummary = ReturnType<typeof parseSummary>;
 
 export function runPgbench(bin: string, target: PgTarget, args: readonly string[], timeoutMs: number, sslmode = 'disable'): Promise<string> {
+  const argv = ['-h', target.host, '-p', String(target.port), '-U', target.user, ...args, target.database];
+  const env = { ...process.env, PGPASSWORD: target.password, PGSSLMODE: sslmode };
   return new Promise((resolve, reject) => {
-    execFile(
-      bin,
-      ['-h', target.host, '-p', String(target.port), '-U', target.user, ...args, target.database],
-      {
-        env: { ...process.env, PGPASSWORD: target.password, PGSSLMODE: sslmode },
-        timeout: timeoutMs,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => (error ? reject(new Error(`pgbench ${args.join(' ')}: ${error.message}\n${stderr}`)) : resolve(stdout + stderr)),
-    );
+    execFile(bin, argv, { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`pgbench ${args.join(' ')}: ${error.message}\n${stderr}`)) : resolve(stdout + stderr));
   });
 }
 

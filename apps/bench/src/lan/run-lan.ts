@@ -1,6 +1,5 @@
-// `pnpm bench:lan`: pgbench -S on loopback, in one run, direct to Postgres, through quicpool (TCP,
-// its own process) and through PgBouncer when installed (transaction mode, same pool size).
-// Per target: tps, mean and p99 latency, the pooler's CPU µs per transaction, load average.
+// `pnpm bench:lan`: pgbench -S on loopback, direct to Postgres, through the quicpool daemon (TCP) and through
+// PgBouncer when installed (same pool size), in one run; per target tps, latency and the pooler's CPU per transaction.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +9,6 @@ import { median } from '../report/median.js';
 import { processSyscalls, readProcSample } from '../telemetry/proc.js';
 import { p99FromLogs, parseSummary, runPgbench } from './pgbench.js';
 import type { PgbenchSummary } from './pgbench.js';
-import type { PgTarget } from '../stack/postgres.js';
 import { findPgbouncer, startPgbouncer } from '../stack/pgbouncer.js';
 import type { RunningPgbouncer } from '../stack/pgbouncer.js';
 import { startDaemon } from '../stack/daemon.js';
@@ -42,7 +40,6 @@ export interface LanOptions {
   readonly workers: readonly number[];
 }
 
-/** What `--targets` may name. */
 export const SELECTABLE_TARGETS = ['direct', 'quicpoolTcp', 'pgbouncer', 'nodeForwarder', 'transportForwarder'] as const;
 /** The selectable targets, and the `--baseline` build's daemon. */
 export type TargetName = (typeof SELECTABLE_TARGETS)[number] | 'quicpoolBaseline';
@@ -80,13 +77,13 @@ export async function runLan(o: LanOptions): Promise<void> {
   let pgbouncerVersion: string | null = null;
   try {
     const info = pg.info;
-    const direct: PgTarget = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
+    const direct = { host: info.host, port: info.port, user: info.user, password: info.password, database: info.database };
     log(`pgbench -i -s 1 (direct) ...`);
     await runPgbench(pgbench, direct, ['-i', '-s', '1', '-q'], 120_000);
     const base = ['-S', '-c', String(o.clients), '-j', String(o.jobs), ...(o.rate === null ? [] : ['-R', String(o.rate)])];
     let round = 1;
     const measure = async (target: TargetName, port: number, pid: number | null, workers: number | null = null): Promise<void> => {
-      const t: PgTarget = { ...direct, port };
+      const t = { ...direct, port };
       if (o.warmupS > 0) await runPgbench(pgbench, t, [...base, '-T', String(o.warmupS)], (o.warmupS + 60) * 1000);
       log(`round ${round}/${o.rounds}: pgbench -S -c ${o.clients} -j ${o.jobs} -T ${o.durationS} -> ${target}${workers === null ? '' : ` (${workers} worker${workers === 1 ? '' : 's'})`} ...`);
       const prefix = `${target}${workers === null ? '' : `-w${workers}`}-r${round}`;

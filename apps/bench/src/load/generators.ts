@@ -94,8 +94,7 @@ const MAX_QUERIES_PER_WORKER = 10_000_000;
 
 type ClosedLoopOptions = { variant: ClientVariant; recorder: LoadRecorder; workers: number; durationMs: number; timeoutMs: number };
 
-// A closed loop: K workers each issue the next query as soon as the previous one returns. Used only to find the
-// machine's capacity (the highest rate it sustains), never to measure latency under load.
+/** K workers, each issuing the next query as soon as the previous one returns (capacity only, never latency). */
 export async function runClosedLoop(options: ClosedLoopOptions): Promise<void> {
   const end = performance.now() + options.durationMs;
   const worker = async (): Promise<void> => {

@@ -1,9 +1,7 @@
-// A node-postgres session (one pg.Client, one TCP connection). Two ways to run a query:
-// - default: what node-postgres does for a query without parameters, the simple Query message, one round trip;
-// - prepare (--original-exact): what the original benchmark's Rust client did, prepare then execute as two round trips:
-//   Parse+Describe+Sync, wait for ReadyForQuery, then Bind+Execute+Sync. This is what put the article's TCP plateau at
-//   500 sessions / (2 x RTT). It goes through pg's public "submittable" extension point (as pg-cursor does), so pg's
-//   own state machine stays consistent.
+// A node-postgres session (one pg.Client, one connection). By default a query is the simple Query message, one
+// round trip; with `prepare` (--original-exact) it is what the original benchmark's Rust client did, Parse+Describe+Sync
+// then Bind+Execute+Sync, two round trips: what put the article's TCP plateau at 500 sessions / (2 x RTT). That goes
+// through pg's public "submittable" extension point (as pg-cursor does), so pg's own state machine stays consistent.
 import pg from 'pg';
 import type { ClientConfig, Connection, Submittable } from 'pg';
 import type { Session } from './session-pool.js';

@@ -1,6 +1,5 @@
-// The open-loop arrival schedule: a linear ramp of the offered rate from startRate to endRate (queries/s) over
-// durationMs. Queries are due by the integral of the rate, so at any instant the number issued is floor(N(t)) whatever
-// the tick spacing: smooth at 10 ms ticks, the original's coarse steps at 500 ms ticks, the same total either way.
+// The open-loop schedule: the offered rate ramps linearly from startRate to endRate (q/s) over durationMs; queries are due by
+// its integral, floor(N(t)), whatever the tick spacing (10 ms smooth, 500 ms the original's steps), the same total either way.
 
 export type Ramp = { startRate: number; endRate: number; durationMs: number };
 

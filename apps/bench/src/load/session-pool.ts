@@ -1,6 +1,5 @@
-// A fixed pool of N sessions with one FIFO wait queue, shared by every client variant so they differ only in how a
-// session talks to Postgres. Bounded: at most `maxQueue` waiters (the rest refused at once, 'queue-full'), and a waiter
-// past its deadline is dropped, not run, so an overloaded run shows failed queries, not memory growing without limit.
+// A fixed pool of N sessions with one FIFO queue, shared by every client variant (they differ only in how a session talks to
+// Postgres). Bounded: `maxQueue` waiters, the rest refused; one past its deadline is dropped, so overload shows as failures.
 import type { ClientVariant } from './variant.js';
 import { Fifo, QueryRejected } from './variant.js';
 import { performance } from 'node:perf_hooks';

@@ -1,6 +1,5 @@
-// What the load generator drives: a "client variant" is one way of reaching Postgres (node-postgres
-// direct, TCP through the pooler, QUIC streams through the pooler...) with its own pool of sessions.
-// The generator knows nothing else about it, so new transports plug in by implementing this.
+// What the load generator drives: a "client variant", one way of reaching Postgres (direct, TCP or QUIC through
+// the pooler ...) with its own sessions. The generator knows nothing else of it: new transports implement this.
 import type { FailureReason } from '../telemetry/recorder.js';
 
 /** The original article's workload query. */
@@ -13,11 +12,8 @@ export interface ClientVariant {
   readonly sessions: number;
   /** Opens every session (startup + auth); rejects if any cannot be opened. */
   open(): Promise<void>;
-  /**
-   * Runs one query, waiting for a free session first (FIFO) if all are busy: the wait is part of its latency. Past
-   * `deadline` (a `performance.now()` instant) the generator has counted it failed (timeout): a variant should drop it
-   * from its wait queue rather than run it. Rejects with QueryRejected (queue full, timeout, closed) or a driver error.
-   */
+  // Runs one query after a free session (FIFO): the wait is part of its latency. Past `deadline` (performance.now())
+  // the generator has counted it failed: drop it from the queue, do not run it. Rejects with QueryRejected or a driver's error.
   query(sql: string, deadline: number): Promise<void>;
   /** Closes every session; pending queries are rejected. Idempotent. */
   close(): Promise<void>;

@@ -1,12 +1,7 @@
-// The packet forwarder is a small C program (forwarder.c, libc only) compiled with the machine's
-// `cc` at first use: a build step in the package would need a compiler everywhere the bench is
-// merely installed, and a prebuilt binary would be one more thing to keep in step with the source.
-// The binary lives in a cache folder outside the source tree, named by a hash of the source and
-// the flags, so an edit rebuilds it and an unchanged source reuses it.
-//
-// The source is found from the package folder (the nearest package.json named @quicpool/bench
-// above this module), because this module runs from src/ under vitest, bundled into dist/bin/ by
-// tsup, and from the bench's private copy under node_modules/.cache/; all three sit below it.
+// Compiles the packet forwarder (forwarder.c, libc only) with the machine's `cc` at first use, into a
+// cache folder named by a hash of the source and flags (README.md, "Build"): no compiler needed where
+// the bench is merely installed, no prebuilt binary to keep in step. The source is found from the
+// package folder, which holds src/ (vitest), dist/bin/ (tsup) and the bench's private copy alike.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -47,10 +42,7 @@ export function forwarderBuildUnavailableReason(): string | null {
   return null;
 }
 
-/**
- * A cache folder only we can write to: the binary runs as root, so a folder someone else could
- * have created in the shared temp directory (and put a binary into) must not be trusted.
- */
+/** A cache folder only we can write to: the binary runs as root, so one someone else made in /tmp is not trusted. */
 function privateCacheDir(dir: string): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);

@@ -1,6 +1,5 @@
-// The forwarder program (forwarder.c) as a child process: its command line, its ready line, and
-// its stats (one JSON line per SIGUSR1 and one at exit), parsed into checked types. It moves
-// packets between two TUN devices (the packet path) or, as the relay, between sockets.
+// The forwarder program (forwarder.c) as a child process, between two TUN devices (the packet path) or sockets (the relay):
+// its command line, its ready line, and its stats (a JSON line per SIGUSR1 and at exit), parsed into checked types.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jsonLine, startWorkerProcess } from '../process/worker-process.js';
 
@@ -10,17 +9,13 @@ export type ForwarderEnds =
   | { readonly kind: 'relay'; readonly protocol: 'tcp' | 'udp'; readonly target: { readonly host: string; readonly port: number } };
 
 /** A value per direction ('up' = client to server). */
-export interface UpDown {
-  readonly up: number;
-  readonly down: number;
-}
+export type UpDown = Readonly<{ up: number; down: number }>;
 
 export interface ForwarderOptions {
   readonly binary: string;
   readonly ends: ForwarderEnds;
   readonly delayMs: UpDown;
   readonly loss: UpDown;
-  /** Random loss for IPv4 UDP packets only (TCP crosses whole). */
   readonly lossUdpOnly?: boolean;
   readonly seed: number;
   /** Bits/s; 0 (default) = unlimited. The burst is forwarder.c's default: 1 ms at the rate, at least two full packets. */
@@ -28,13 +23,10 @@ export interface ForwarderOptions {
   /** Bounds of each direction's queue (every packet held: in flight or waiting for the rate). Default 4096 packets, 6 MiB. */
   readonly queuePackets?: number;
   readonly queueBytes?: number;
-  /** SCHED_FIFO priority; 0 = normal scheduling. */
   readonly realtimePriority: number;
 }
 
-// A direction's counters, as forwarder.c prints them. queueDrops: tail drops (the queue was full,
-// in packets or bytes); rateWaitedPackets, rateWaitUs: the packets the rate limit held back, and
-// for how long in total.
+// A direction's counters, as forwarder.c prints them (queueDrops: tail drops; rateWait*: what the rate limit held back).
 const DIRECTION_COUNTERS = [
   'packets', 'bytes', 'randomDrops', 'queueDrops', 'oversizeDrops', 'writeErrors', 'readErrors',
   'rateWaitedPackets', 'rateWaitUs', 'queued', 'maxQueued',
@@ -133,11 +125,8 @@ export async function startForwarder(o: ForwarderOptions) {
     onLine: (line) => {
       const parsed = parseStatsLine(line);
       if (parsed === null) return;
-      if (parsed.kind === 'exit') {
-        exitStats = parsed.stats;
-      } else {
-        waiting.shift()?.(parsed.stats);
-      }
+      if (parsed.kind === 'exit') exitStats = parsed.stats;
+      else waiting.shift()?.(parsed.stats);
     },
   });
   let stopped = false;

@@ -1,9 +1,7 @@
-// Named network namespaces of the packet path (`ip netns`): their names, running commands inside
-// them, their sysctls, and finding the ones a dead process left behind. Names carry the owner's
-// pid (qpwc-<pid>-<n> for the client's, qpws-<pid>-<n> for the server's), so any later run can
-// tell a leftover from a namespace that is still in use.
+// Named network namespaces of the packet path (`ip netns`): running commands in them, their sysctls, and finding leftovers.
+// Names carry the owner's pid (qpwc-<pid>-<n>, qpws-<pid>-<n>), so a later run tells a dead process's from one in use.
 import { execFileSync } from 'node:child_process';
-import { parseStatState, readProcText } from '../telemetry/proc.js';
+import { orNull, parseStatState, readProcText } from '../telemetry/proc.js';
 
 export const CLIENT_NS_PREFIX = 'qpwc';
 export const SERVER_NS_PREFIX = 'qpws';
@@ -24,25 +22,15 @@ export function errorText(error: unknown): string {
 
 /** The packet path's namespaces that exist now; with `ownerPid`, only those of that process. */
 export function pathNamespaces(ownerPid?: number): string[] {
-  let names: string[];
-  try {
-    names = run('ip', ['netns', 'list']).split('\n').map((line) => line.split(' ')[0] ?? '');
-  } catch {
-    return [];
-  }
+  const names = orNull(() => run('ip', ['netns', 'list']))?.split('\n').map((line) => line.split(' ')[0] ?? '') ?? [];
   return names.filter((name) => {
     const match = PATH_NS_NAME.exec(name);
     return match !== null && (ownerPid === undefined || Number(match[1]) === ownerPid);
   });
 }
 
-export function deleteNamespace(name: string): void {
-  try {
-    run('ip', ['netns', 'del', name]);
-  } catch {
-    // already gone
-  }
-}
+/** Deletes a namespace unless it is gone already. */
+export const deleteNamespace = (name: string): void => void orNull(() => run('ip', ['netns', 'del', name]));
 
 /** True while `pid` runs; a zombie (exited, not yet reaped: it holds no fds any more) counts as gone. */
 export function processAlive(pid: number): boolean {
@@ -56,11 +44,7 @@ export function removeStaleNamespaces(): void {
   for (const name of pathNamespaces()) if (!processAlive(Number(PATH_NS_NAME.exec(name)?.[1]))) deleteNamespace(name);
 }
 
-/**
- * Sets sysctls inside `ns` (keys as in /proc/sys, e.g. 'net/ipv4/tcp_congestion_control') in one
- * shell run there, and returns what each reads back afterwards. /proc/sys/net shows the namespace
- * of the reading process, so this must run inside it.
- */
+// Sets sysctls in `ns` (keys as in /proc/sys) from inside it (/proc/sys/net is the reader's) and returns them as read back.
 export function setSysctls(ns: string, values: Readonly<Record<string, string>>): Record<string, string> {
   const script = 'for kv; do k=${kv%%=*}; printf "%s\\n" "${kv#*=}" > "/proc/sys/$k" || exit 1; printf "%s=%s\\n" "$k" "$(cat "/proc/sys/$k")"; done';
   const pairs = Object.entries(values).map(([key, value]) => `${key}=${value}`);

@@ -1,26 +1,10 @@
-// The packet-level WAN path: the client in a network namespace of its own, the server in another,
-// joined only through the forwarder (forwarder.c), which owns a TUN device on each
-// side and moves IP packets between them after a fixed one-way delay per direction (plus optional
-// loss and rate). TCP and UDP alike cross it as packets, so TCP's loss detection and
-// retransmission run end to end over the full RTT; nothing terminates a connection in between
-// (unlike the relay, ./relay.ts). One side may be the host's own namespace instead: the server
-// (`server: 'host'`, where a local Postgres on loopback stays reachable) for clients that are
-// processes of their own, or the client (`client: 'host'`) for a benchmark whose clients run in
-// its own process, the daemon then in the server's namespace (reaching Postgres by its unix socket).
-//
-// TCP's congestion control is set on the route to the peer on both sides (`ip route ... congctl`):
-// a namespace's default (net.ipv4.tcp_congestion_control) accepts only the algorithms in the
-// host's allowed list (reno, bbr here), while a route takes any the kernel has (cubic too, which
-// is what quiche uses by default), and on the host side it changes nothing for anyone else.
-//
-// Needs root (namespaces, TUN), /dev/net/tun, the `ip` tool and a C compiler;
-// packetPathUnavailableReason() says which is missing so a caller can fall back and say why.
-//
-// Cleanup: close() stops the forwarder (its TUNs vanish with its fds) and deletes both
-// namespaces; an 'exit' hook does the same if close() was never reached; a detached watchdog
-// does it when we are killed outright (SIGKILL runs no hook); and every new path first deletes
-// namespaces of this kind whose owner process is dead.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+// The packet-level WAN path (README.md): the client and the server each in a network namespace of
+// their own (or one side the host's), joined only through the forwarder (forwarder.c), which moves
+// IP packets after a fixed one-way delay, so TCP's loss recovery runs end to end over the full RTT.
+// TCP's congestion control is set on each side's route to the peer (a namespace default may only be
+// one of the host's allowed list; a route takes any). Cleanup: see the README.
+import { existsSync, writeFileSync } from 'node:fs';
+import { orNull, readProcText } from '../telemetry/proc.js';
 import { ensureForwarderBinary, forwarderBuildUnavailableReason } from './build.js';
 import type { ForwarderProcess, ForwarderStats, UpDown } from './forwarder-process.js';
 import { startForwarder } from './forwarder-process.js';
@@ -77,32 +61,21 @@ export function packetPathUnavailableReason(): string | null {
   if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'the packet path needs root (network namespaces and TUN devices)';
   if (!existsSync('/dev/net/tun')) return 'no /dev/net/tun (the kernel has no TUN device, or it is not in this container)';
   if (!existsSync('/proc/self/ns/net')) return 'the kernel has no network namespaces';
-  try {
-    run('ip', ['-V']);
-  } catch {
-    return 'the `ip` tool is not installed (apt-get install iproute2)';
-  }
+  if (orNull(() => run('ip', ['-V'])) === null) return 'the `ip` tool is not installed (apt-get install iproute2)';
   return forwarderBuildUnavailableReason();
 }
 
 /** Each open path's cleanup (delete its namespaces, dismiss its watchdog): run by close(), a failed build, or at exit. */
 const open = new Set<() => void>();
 let sequence = 0;
-// Synchronous: 'exit' handlers cannot wait. The forwarder is killed by the worker processes' own
-// exit hook (and ends on its stdin's EOF anyway); the namespaces are unmounted now and freed by
-// the kernel once it has gone.
+// Synchronous, as 'exit' handlers cannot wait: the forwarder dies by the worker processes' own hook (or its stdin's
+// EOF); the namespaces are unmounted now, freed by the kernel once it has gone.
 process.on('exit', () => {
   for (const cleanUp of open) cleanUp();
 });
 
 /** A sysctl of the host's namespace (key as in /proc/sys), whitespace collapsed; null when this kernel has none. */
-function hostSysctl(key: string): string | null {
-  try {
-    return readFileSync(`/proc/sys/${key}`, 'utf8').trim().replace(/\s+/g, ' ');
-  } catch {
-    return null;
-  }
-}
+export const hostSysctl = (key: string): string | null => readProcText(`/proc/sys/${key}`)?.trim().replace(/\s+/g, ' ') ?? null;
 
 function sysctlsFor(cc: CongestionControl): Record<string, string> {
   // A namespace default may only be an algorithm of the host's allowed list (EPERM otherwise).
@@ -143,8 +116,7 @@ function applySysctls(ns: string | null, cc: CongestionControl): Record<string, 
   return read;
 }
 
-// One end of the path: its namespace (null: the host's), its TUN and its address. On the host the
-// TUN's name carries our pid, so that it cannot clash with another process's path.
+// One end of the path: its namespace (null: the host's), TUN and address; a host TUN's name carries our pid (no clash).
 function pathSide(where: PathSide | undefined, prefix: string, hostTun: string, ip: string) {
   return {
     ns: where === 'host' ? null : `${prefix}-${process.pid}-${sequence}`,
@@ -155,10 +127,7 @@ function pathSide(where: PathSide | undefined, prefix: string, hostTun: string, 
 
 type Side = ReturnType<typeof pathSide>;
 
-/**
- * Addresses, MTU, queue length, links and the route to the peer with its congestion control, in
- * one `ip -batch` run inside the side's namespace. Returns the route's congctl as read back.
- */
+/** Addresses, links and the route to the peer with its congestion control, in one `ip -batch`; returns the route's congctl. */
 function configureLinks({ ns, tun, ip }: Side, peer: string, cc: CongestionControl): string {
   const where = ns === null ? [] : ['-n', ns];
   // No IPv6 on a host-side TUN either (the host's defaults are left alone; this device is ours).
@@ -170,24 +139,15 @@ function configureLinks({ ns, tun, ip }: Side, peer: string, cc: CongestionContr
     `route replace ${peer}/32 dev ${tun} src ${ip} congctl ${cc}`,
   ];
   run('ip', [...where, '-batch', '-'], `${commands.join('\n')}\n`);
-  // Connections to this peer start from scratch, not from what an earlier one of the same address learned.
-  try {
-    run('ip', [...where, 'tcp_metrics', 'delete', peer]);
-  } catch {
-    // nothing saved for it
-  }
+  // Connections to this peer start from scratch, not from what an earlier one learned (it fails when none did).
+  orNull(() => run('ip', [...where, 'tcp_metrics', 'delete', peer]));
   const route = run('ip', [...where, 'route', 'show', `${peer}/32`]);
   return /congctl (?:lock )?(\S+)/.exec(route)?.[1] ?? '?';
 }
 
 /** A /24 under 10.201 whose .1 and .2 the host does not use yet (the host-side TUN shares its address space). */
 function freeHostSubnet(start: number): number {
-  let used = '';
-  try {
-    used = run('ip', ['-4', '-o', 'addr', 'show']);
-  } catch {
-    // cannot tell: take the first guess
-  }
+  const used = orNull(() => run('ip', ['-4', '-o', 'addr', 'show'])) ?? ''; // unreadable: take the first guess
   for (let i = 0; i < 254; i++) {
     const subnet = ((start + i) % 254) + 1;
     if (!used.includes(`10.201.${subnet}.1/`) && !used.includes(`10.201.${subnet}.2/`) && !used.includes(`10.201.${subnet}.1 `)) return subnet;

@@ -29,8 +29,6 @@ export async function startNodeInNamespace(ns: string | null, name: string, sour
   // A caller that only stops the program and never asks for its result must not see an unhandled rejection.
   ended.catch(() => undefined);
   return {
-    pid: worker.pid,
-    /** The ready line's fields. */
     ready: worker.ready,
     /** The result line's `result` once the program's output has ended; rejects if it ended without one. */
     result: ended,

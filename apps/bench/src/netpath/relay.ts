@@ -1,9 +1,7 @@
-// The WAN where the packet path cannot be built (no root, no TUN): the forwarder (forwarder.c) in
-// relay mode, in its own process, so the delay, the seeded loss and the counters are the packet
-// path's own code. It listens on 127.0.0.1 and relays to one target, one protocol per relay:
-// UDP datagram by datagram (with loss), TCP read by read (never dropped, back-pressure per
-// connection; the relay terminates TCP, so TCP's own handshake and retransmissions run on a
-// loopback leg, not over the delay).
+// The WAN where the packet path cannot be built (no root, no TUN): forwarder.c in relay mode, so the
+// delay, seeded loss and counters are the packet path's own. One protocol and target per relay, on
+// 127.0.0.1: UDP datagram by datagram (with loss), TCP read by read (never dropped; it terminates
+// TCP, so TCP's handshake and retransmissions run on a loopback leg, not over the delay).
 import { ensureForwarderBinary } from './build.js';
 import { startForwarder } from './forwarder-process.js';
 import { probeUdp } from './udp-probe.js';
@@ -42,10 +40,7 @@ export async function startRelay(o: RelayOptions) {
   return { pid: forwarder.pid, host: '127.0.0.1', port, stats: () => forwarder.stats(), stop: () => forwarder.stop() };
 }
 
-/**
- * The round trip through a relay of `delayMs`, measured as on the packet path: UDP round trips
- * from a prober to an echo on this host through a relay of its own (the same delay code).
- */
+/** The round trip through a relay of `delayMs`, measured as on the packet path: UDP probes through a relay of its own. */
 export async function relayRtt(delayMs: number, probes: UdpProbeOptions): Promise<UdpProbeResult> {
   const relays: RunningRelay[] = [];
   try {

@@ -1,7 +1,5 @@
-// Round trips through the path with UDP: an echo in the server's namespace, a prober in the
-// client's that sends numbered datagrams at a set rate and times each echo. It measures the RTT
-// the path really gives (what a benchmark must report) and checks every echoed byte: each
-// datagram's content is a function of its number, so a changed or cut datagram is counted.
+// Round trips through the path with UDP, the RTT it really gives: an echo in the server's namespace, a prober in the client's
+// timing numbered datagrams; each one's content follows from its number, so a changed or cut datagram is counted.
 import type { NamespacedNode } from './node-in-namespace.js';
 import { startNodeInNamespace } from './node-in-namespace.js';
 
@@ -13,9 +11,7 @@ socket.on('message', (m, from) => socket.send(m, from.port, from.address));
 socket.bind(0, host, () => console.log(JSON.stringify({ ready: true, port: socket.address().port })));
 `;
 
-// Sends count datagrams at rate per second (catching up on late timer turns), waits for the
-// echoes up to waitMs after the last send, prints the summary. Sizes vary from 16 to 1400 bytes
-// unless a size is given.
+// Sends count datagrams (16-1400 bytes, or size) at rate/s, catching up on late timers; waits waitMs for echoes; prints.
 const PROBE_SOURCE = `
 const dgram = require('node:dgram');
 const [host, port, count, rate, size, waitMs] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
@@ -72,8 +68,7 @@ export interface UdpProbeOptions {
   readonly size?: number;
 }
 
-// corrupt: echoes whose bytes differ from what was sent (or that carry an unknown number);
-// mdevMs: the standard deviation, as ping's mdev. In the prober's order.
+// corrupt: echoes that differ from what was sent (or carry an unknown number); mdevMs: the standard deviation, as ping's.
 const RESULT_KEYS = ['sent', 'received', 'corrupt', 'duplicates', 'minMs', 'meanMs', 'maxMs', 'mdevMs', 'p50Ms', 'p99Ms'] as const;
 
 export type UdpProbeResult = Readonly<Record<(typeof RESULT_KEYS)[number], number>>;

@@ -1,10 +1,6 @@
-// A detached sidecar that deletes a packet path's namespaces (and stops its forwarder) when the
-// process that built the path dies without closing it: a SIGKILLed or crashed bench runs no
-// 'exit' hook, and named namespaces outlive every process. It watches a pipe: we hold its write
-// end, the kernel closes it when we die however we die, and the watchdog reads EOF. Over the
-// same pipe (one JSON object a line) we tell it the forwarder's pid, and that we are done when
-// close() has cleaned up itself.
-// It runs in its own session (detached), so a Ctrl-C to our process group does not take it along.
+// A detached sidecar (its own session: a Ctrl-C to our group spares it) that deletes a path's namespaces and stops its
+// forwarder when the process that built the path dies without closing it (README.md, "Cleanup"): it reads EOF on a pipe
+// only we hold; over it (a JSON object a line) we tell it the forwarder's pid, and that close() cleaned up itself.
 import { spawn } from 'node:child_process';
 
 // Plain JavaScript for `node -e`: it must run from the bundled bench too, where no .ts exists.
@@ -14,8 +10,7 @@ const { readFileSync, readlinkSync } = require('node:fs');
 const names = process.argv.slice(1);
 let forwarder = null;
 let done = false;
-// A zombie (exited, its parent not yet reaped it) holds no TUN fd any more: it counts as gone.
-// (The state letter follows the last ')' of /proc/<pid>/stat, as parseStatState reads it.)
+// A zombie (exited, not yet reaped) holds no TUN fd any more: it counts as gone (state letter after the last ')').
 const alive = (pid) => { try { const s = readFileSync('/proc/' + pid + '/stat', 'utf8'); return s[s.lastIndexOf(')') + 2] !== 'Z'; } catch { return false; } };
 // Only the forwarder we were told about: a recycled pid running something else is left alone.
 const isForwarder = () => { try { return forwarder !== null && readlinkSync('/proc/' + forwarder.pid + '/exe') === forwarder.exe; } catch { return false; } };

@@ -1,8 +1,6 @@
-// A child process of this program driven over IPC (the transport benchmark's ping-pong sides):
-// request() sends one message and waits for the reply of the kind asked for (a `failed` reply or
-// the child's exit rejects); exit() asks it to go and SIGKILLs it after 5 s.
-// BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") replaces its Node flags;
-// without it the child gets `defaultExecArgv` (fork()'s default: this process's own flags).
+// A child process of this program driven over IPC (the transport ping-pong sides): request() waits for the reply
+// of the kind asked for; exit() asks it to go, SIGKILL after 5 s. BENCH_WORKER_NODE_ARGS (e.g. "--cpu-prof") replaces
+// its Node flags; without it the child gets `defaultExecArgv` (fork()'s default: this process's own flags).
 import type { ChildProcess } from 'node:child_process';
 import { fork } from 'node:child_process';
 import { once } from 'node:events';

@@ -1,25 +1,8 @@
-// Every child process of the benchmarks starts and ends here: the quicpool daemon, the packet
-// forwarder, the relay, a client variant's load generator, PgBouncer, the small Node programs
-// inside a namespace. A child announces readiness with one line on stdout; later lines go to
-// `onLine`. The bench holds the child's stdin, so a child that watches it ends with the bench even
-// if the bench dies; children still running when the bench exits are killed by an exit hook.
-// stop() sends SIGTERM (or `stopSignal`), then SIGKILL after 5 s, and resolves once it has exited.
+// Every child of the benchmarks that reports on stdout starts and ends here (daemon, forwarder, load generator ...): a ready
+// line, then lines for `onLine`. We hold its stdin, so a child watching it dies with us; an exit hook kills the rest.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-
-export interface WorkerProcess<T> {
-  /** What the ready line said (parsed by the caller's `ready`). */
-  readonly ready: T;
-  readonly pid: number;
-  /** Resolves once its stdout has ended: every line has been handed to `onLine`. */
-  readonly outputEnded: Promise<void>;
-  /** Resolves with its exit code (null when a signal ended it) once it has exited. */
-  readonly exited: Promise<number | null>;
-  /** The last few KB of its stderr when `stderr: 'capture'` (for error messages), else ''. */
-  stderrTail(): string;
-  stop(): Promise<void>;
-}
 
 export interface WorkerSpawn<T> {
   /** For error messages. */
@@ -38,7 +21,7 @@ export interface WorkerSpawn<T> {
   readonly onLine?: (line: string) => void;
   /** The value announced by a stdout line, or null when the line is not the ready line. */
   readonly ready: (line: string) => T | null;
-  /** What stop() sends first. Default SIGTERM. */
+  /** What stop() sends first (SIGKILL follows after 5 s). Default SIGTERM. */
   readonly stopSignal?: NodeJS.Signals;
 }
 
@@ -47,27 +30,20 @@ const STDERR_TAIL = 4_000;
 
 /** Children not yet exited: an exit of ours (an uncaught error, process.exit) takes them along. */
 const live = new Set<ChildProcess>();
-let exitHook = false;
-function track(child: ChildProcess): void {
-  if (!exitHook) {
-    exitHook = true;
-    process.on('exit', () => {
-      for (const c of live) c.kill('SIGKILL');
-    });
-  }
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-}
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
 
 /** Starts `node ...args` (or `command ...args`) and resolves once a stdout line is its ready line. */
-export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<T>> {
+export async function startWorkerProcess<T>(o: WorkerSpawn<T>) {
   const readyOnStderr = o.readyOn === 'stderr';
   const capture = o.stderr === 'capture' || readyOnStderr;
   const child = spawn(o.command ?? process.execPath, [...o.args], {
     stdio: ['pipe', readyOnStderr ? 'ignore' : 'pipe', capture ? 'pipe' : 'inherit'],
     env: o.env ?? process.env,
   });
-  track(child);
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   const stdout = readyOnStderr ? child.stderr : child.stdout;
   if (stdout === null) throw new Error(`${o.name}: no ${readyOnStderr ? 'stderr' : 'stdout'} pipe`);
   let stderr = '';
@@ -78,7 +54,9 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
   child.stdin?.on('error', () => undefined);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const why = (): string => (stderr.trim() === '' ? '' : `: ${stderr.trim()}`);
-  return new Promise((resolve, reject) => {
+  const lines = createInterface({ input: stdout });
+  const outputEnded = new Promise<void>((r) => lines.once('close', () => r()));
+  const announced = await new Promise<{ ready: T; pid: number }>((resolve, reject) => {
     let started = false;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -93,8 +71,6 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
       clearTimeout(timer);
       if (!started) reject(new Error(`${o.name} could not be started: ${error.message}`));
     });
-    const lines = createInterface({ input: stdout });
-    const outputEnded = new Promise<void>((r) => lines.once('close', () => r()));
     lines.on('line', (line) => {
       const value = started ? null : o.ready(line);
       if (value === null || child.pid === undefined) {
@@ -103,22 +79,26 @@ export function startWorkerProcess<T>(o: WorkerSpawn<T>): Promise<WorkerProcess<
       }
       started = true;
       clearTimeout(timer);
-      resolve({
-        ready: value,
-        pid: child.pid,
-        outputEnded,
-        exited,
-        stderrTail: () => stderr,
-        async stop(): Promise<void> {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          child.kill(o.stopSignal ?? 'SIGTERM');
-          const t = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
-          await exited;
-          clearTimeout(t);
-        },
-      });
+      resolve({ ready: value, pid: child.pid });
     });
   });
+  return {
+    /** What the ready line said (parsed by the caller's `ready`), and the child's pid. */
+    ...announced,
+    /** Resolves once its stdout has ended: every line has been handed to `onLine`. */
+    outputEnded,
+    /** Resolves with its exit code (null when a signal ended it) once it has exited. */
+    exited,
+    /** The last few KB of its stderr when `stderr: 'capture'` (for error messages), else ''. */
+    stderrTail: () => stderr,
+    async stop(): Promise<void> {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(o.stopSignal ?? 'SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+      await exited;
+      clearTimeout(t);
+    },
+  };
 }
 
 /** The JSON object on a line, or null when the line is not one. */

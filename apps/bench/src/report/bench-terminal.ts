@@ -1,5 +1,4 @@
-// What `quicpool-bench bench` prints after a run: the summary table and notes of each scenario,
-// and with several --workers counts the pooler's CPU per query side by side.
+// `quicpool-bench bench`'s summary: each scenario's table and notes, and (several --workers) the pooler's CPU per count.
 import { cpus } from 'node:os';
 import { busiestStep, variantFigures } from './figures.js';
 import { median } from './median.js';

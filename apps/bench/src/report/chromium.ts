@@ -1,6 +1,5 @@
-// Headless Chromium, when installed, turns parts of report.html into PNGs: one browser, one page load, then one clipped
-// screenshot per element (the headline, each scenario's section) over the DevTools protocol on a pipe; a fresh profile
-// each run, everything that would reach the network switched off. Absence is an outcome, not an error.
+// Headless Chromium, when installed, turns parts of report.html into PNGs: one browser, one page load, one clipped screenshot
+// per element over the DevTools protocol on a pipe, a fresh profile, nothing reaching the network. Absence is an outcome.
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { existsSync } from 'node:fs';

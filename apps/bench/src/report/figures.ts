@@ -1,6 +1,5 @@
-// The figures of one variant run, computed once and shared by the terminal table, summary.json, the --json line and the
-// HTML report, so they never disagree: throughput and latency, and where the CPU went (per process, per step of the
-// load, and as a fixed cost per second plus a cost per query, fitted over the run's seconds).
+// The figures of one variant run, computed once for the terminal, summary.json, --json and the HTML report, so they never
+// disagree: throughput, latency, and where the CPU went (per process, per step, and as a fixed cost plus a cost per query).
 import type { VariantRun } from '../scenarios/types.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
 import { PROCESS_CPU } from '../telemetry/csv.js';

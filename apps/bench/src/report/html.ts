@@ -1,7 +1,5 @@
-// The report, as self-contained HTML (inline SVG, no scripts, no network). Its first screen is what a reader came for:
-// the question, one generated answer per scenario, and the headline figure (the seed's six panels for `original`, TCP
-// and QUIC on the same axes). Then one section per scenario, sanity checks (capacity, direct) last. The headline and
-// each section become a PNG of their own (chromium.ts), each sized to fit in 2,000 px.
+// The report, as self-contained HTML (inline SVG, no scripts, no network). First what a reader came for: the question, one
+// answer per scenario, the seed's six panels for `original`; then a section per scenario, sanity checks last (each a PNG).
 import { WORKLOAD_SQL } from '../load/variant.js';
 import type { SetupFacts } from '../scenarios/run-bench.js';
 import type { ScenarioResult, VariantRun } from '../scenarios/types.js';

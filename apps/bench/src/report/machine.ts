@@ -1,5 +1,4 @@
-// What the numbers were measured on: every report and summary carries it, since results from a
-// 2-core shared machine and a 64-core server are not comparable.
+// What the numbers were measured on, in every report: a 2-core shared machine's and a 64-core server's do not compare.
 import { cpus, loadavg, release, totalmem, type as osType } from 'node:os';
 
 export type MachineDescription = ReturnType<typeof describeMachine>;

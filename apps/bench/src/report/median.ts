@@ -1,5 +1,4 @@
-// The median every benchmark reports ("median of N rounds / trials"): the middle value, or the mean of the middle two
-// for an even count, of the figures that are there (null and non-finite left out); null when none is.
+// The median every benchmark reports: the middle value (or the middle two's mean) of the finite figures; null if none.
 export function median(values: readonly (number | null)[]): number | null {
   const v = values.filter((x): x is number => x !== null && Number.isFinite(x)).sort((a, b) => a - b);
   if (v.length === 0) return null;

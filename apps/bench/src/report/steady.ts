@@ -1,7 +1,5 @@
-// The figures of a steady run (`--steady RATE`: the same offered rate from the first second of the load to the last),
-// per variant, medians over the rounds: the pooler's CPU per query over the whole load (its CPU summed over the load's
-// seconds, divided by the queries answered in them), and the mean latency of the load's first second against that of
-// the seconds after it (the cold start: server connections opened, code warming up).
+// The figures of a steady run (`--steady RATE`, docs/benchmark.md), per variant, medians over the rounds: the pooler's
+// CPU per query over the whole load, and the first second's mean latency against the later seconds' (the cold start).
 import { meanLatencyMs } from './figures.js';
 import { median } from './median.js';
 import { round1, round2 } from './round.js';

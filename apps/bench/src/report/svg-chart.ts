@@ -1,5 +1,4 @@
-// Line charts as inline SVG strings: the report must open offline (no CDN, no network), so the
-// charts are drawn here rather than by a plotting library in the browser.
+// Line charts as inline SVG strings: the report must open offline, so no plotting library runs in the browser.
 
 /** points: [x, y]; y null = no value (a gap in the line). */
 export type Series = { name: string; color: string; points: ReadonlyArray<readonly [number, number | null]>; dashed?: boolean };

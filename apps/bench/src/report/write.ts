@@ -69,7 +69,6 @@ export async function writeReport(o: Omit<ReportData, 'createdAt'> & { readonly 
   /** report.png and each scenario's PNG, or why there are none. */
   let png: { readonly files: readonly string[] } | { readonly skipped: string } = { skipped: 'not requested' };
   if (o.png) {
-    // report.png is the headline alone (question, answers, six panels); each scenario its section.
     const names = inReadingOrder(o.results).map((r) => (r.kind === 'ran' ? r.plan.name : r.name));
     const sections = names.map((name) => ({ selector: `section[data-scenario="${name}"]`, file: join(dir, `${name}.png`) }));
     const outcome = await captureElements(htmlFile, WIDTH, [{ selector: 'header.headline', file: join(dir, 'report.png') }, ...sections]);

@@ -1,5 +1,4 @@
-// Command-line options of `quicpool-bench bench` (`pnpm bench`): the table and the BenchOptions
-// it gives (defaults that depend on --quick are filled in here).
+// Options of `quicpool-bench bench` (`pnpm bench`): the table and the BenchOptions it gives (--quick's defaults filled in).
 import { choiceOption, JSON_OPTION, numberOption, UsageError } from '../command-line.js';
 import type { Values } from '../command-line.js';
 import { PATH_OPTION, pathOption } from '../stack/wan-path.js';

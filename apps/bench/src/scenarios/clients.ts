@@ -1,6 +1,5 @@
-// The client variants, built in the client process from their JSON spec: node-postgres sessions over TCP (TLS after
-// SSLRequest, as psql and pg do) or over QUIC streams of @quicpool/client, all behind the same session pool, queue
-// bound and deadlines; and three connect-per-request clients, a session per query, closed after its row.
+// The client variants, built in the client process from their JSON spec: node-postgres over TCP (TLS after SSLRequest) or
+// QUIC streams, behind one session pool, queue bound and deadlines; and three connect-per-request clients (a session a query).
 import pg from 'pg';
 import { pgStream, QuicClient, SessionManager, StartupHints } from '@quicpool/client';
 import type { SessionManagerOptions } from '@quicpool/client';
@@ -25,8 +24,7 @@ const MAX_CONNECTING = 500;
 type Action = () => Promise<void>;
 const nothing: Action = async () => undefined;
 
-// A variant whose every query is a whole session: `session` connects, runs the query and returns the session's close,
-// which runs on after the row (not part of the time to the first row).
+// Each query a whole session: `session` connects, queries and returns its close, which runs after the row (untimed).
 function perRequest(name: string, session: (sql: string) => Promise<Action>, o: { info: BuiltClient['info']; open?: Action; close?: Action }): BuiltClient {
   let inFlight = 0;
   const closing = new Set<Promise<void>>();

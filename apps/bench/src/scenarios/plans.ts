@@ -1,10 +1,5 @@
-// What each scenario runs, scaled to the machine. The full stack's capacity per transport is measured first (capacity:
-// the same client, daemon and path with no added delay, closed loop); every WAN ramp then peaks at 70% of the lower of
-// TCP's and QUIC's, so latency is the network's, not a starved CPU's. Session counts put TCP's Little's-law wall,
-// sessions / (round trips per query x RTT), at half of that peak, so TCP visibly hits it while the machine has headroom
-// (sockets: TCP gets the QUIC side's connection count, as in the seed, so its wall is lower still; fair and loss: equal
-// sessions, the wall twice the peak). --seed-scale keeps the original benchmark's own numbers instead (500 TCP
-// sessions, 50 x 40 QUIC streams, 100 -> 5,000 q/s), which this machine cannot carry.
+// What each scenario runs, scaled to the machine (docs/benchmark.md): every WAN ramp peaks at 70% of the lower measured
+// capacity (latency the network's, not a starved CPU's), and sessions put TCP's Little's-law wall at half that peak.
 import type { Ramp } from '../load/schedule.js';
 import type { BenchOptions } from './run-bench.js';
 import type { LoadSpec, ScenarioName, ScenarioPlan, VariantPlan } from './types.js';
@@ -75,8 +70,7 @@ function wanPlan(name: 'original' | 'sockets' | 'fair' | 'loss', s: BenchSetting
   const load: LoadSpec = { kind: 'open', probe: probe(s, scale.peak), ramp, tickMs, timeoutMs: timeoutMs(s) };
   const rtt = `${2 * s.delayMs} ms RTT`;
   const common = { name, sanity: false, load, roundTripsPerQuery: trips, wan: { delayMs: s.delayMs, lossRate: name === 'loss' ? s.lossRate : 0 } };
-  // Equal sockets, as in the seed (TCP 50 vs QUIC 50 x 40): TCP gets as many connections as
-  // QUIC has; its wall (connections / RTT) then sits well below the peak, QUIC's far above it.
+  // Equal sockets, as in the seed (TCP 50 vs QUIC 50 x 40): TCP's wall sits well below the peak.
   const sockets = shape.connections;
   switch (name) {
     case 'original':

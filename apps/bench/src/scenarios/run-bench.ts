@@ -1,16 +1,15 @@
-// A whole benchmark run: choose the path (packet-level as root, else the relay, and say why), find the Postgres and its
-// postmaster, measure the stack's capacity when a WAN scenario needs the scale, run every scenario R rounds, write the
-// report. `pnpm bench` and the tests both run this; every process it starts is stopped before it returns or throws.
+// A whole benchmark run: choose the path (and say why), find Postgres and its postmaster, measure the capacity when a WAN
+// scenario needs the scale, run every scenario R rounds, write the report; every process it starts is stopped by its end.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hostSysctl } from '../netpath/netpath.js';
 import { describeMachine } from '../report/machine.js';
 import { writeReport } from '../report/write.js';
 import { findPgbouncer } from '../stack/pgbouncer.js';
 import { postmasterPid } from '../stack/postgres.js';
 import { choosePathMode } from '../stack/wan-path.js';
 import type { PathMode } from '../stack/wan-path.js';
-import { readProcText } from '../telemetry/proc.js';
 import type { Scale } from './plans.js';
 import { planFor, scaleFromCapacity, seedScale } from './plans.js';
 import type { benchOptionsOf } from './bench-options.js';
@@ -23,15 +22,12 @@ export type BenchOutcome = Awaited<ReturnType<typeof runBench>>;
 
 const WAN: readonly ScenarioName[] = ['original', 'sockets', 'fair', 'loss'];
 
-/** A sysctl of the host (the bench's own namespace), or '?'. */
-const hostSysctl = (key: string): string => readProcText(`/proc/sys/${key}`)?.trim() ?? '?';
-
 /** How the run was set up, stated on the report's first screen. */
 function setupFacts(o: BenchOptions, mode: PathMode, fallback: string | null, scale: Scale) {
   const cc = o.congestionControl;
-  const host = hostSysctl('net/ipv4/tcp_congestion_control');
+  const host = hostSysctl('net/ipv4/tcp_congestion_control') ?? '?';
   // A new namespace starts from the host's default; the path sets it to cc when the allowed list has it.
-  const nsDefault = hostSysctl('net/ipv4/tcp_allowed_congestion_control').split(/\s+/).includes(cc) ? cc : host;
+  const nsDefault = (hostSysctl('net/ipv4/tcp_allowed_congestion_control') ?? '').split(' ').includes(cc) ? cc : host;
   const quic = cc === 'cubic' ? 'cubic on both sides (quiche\'s default in the daemon; set on the client to match)' : `${cc} on the client, but cubic in the daemon (it has no setting for quiche's congestion control): the sides differ`;
   const tcp =
     mode === 'packet'

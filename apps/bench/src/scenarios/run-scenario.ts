@@ -1,6 +1,5 @@
-// A scenario run R rounds, its variants interleaved (each round runs every variant once, in alternating order, so a
-// slow drift of the shared machine hits all of them alike); every figure is then the median over the rounds with its
-// min and max, and a key figure whose rounds differ by more than 15% of the median is flagged.
+// A scenario run R rounds, every variant once a round in alternating order (a slow drift of the machine hits all alike);
+// every figure is then the median over the rounds with its min and max, a key figure flagged when they spread over 15%.
 import { median } from '../report/median.js';
 import type { BenchContext } from './run-variant.js';
 import { runVariant } from './run-variant.js';

@@ -1,6 +1,5 @@
-// One variant run, from the bench's parent process: a fresh WAN path, a fresh quicpool daemon (or PgBouncer) behind it,
-// the client process on the far side; each client row gets the other processes' CPU of the same second (from /proc);
-// the path's RTT and drops are read after the load. Everything started is stopped, whatever fails.
+// One variant run, from the parent: a fresh WAN path, a fresh daemon (or PgBouncer) behind it, the client process beyond;
+// each row gets the other processes' CPU of its second (/proc), the path's RTT and drops come after. All stopped, whatever fails.
 import { BENCH_WORKER_FLAG } from '../commands/worker-flags.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { startWorkerProcess, jsonLine } from '../process/worker-process.js';
@@ -14,8 +13,8 @@ import type { TelemetryRow } from '../telemetry/csv.js';
 import type { CpuInterval } from '../telemetry/process-cpu.js';
 import { ProcessCpu } from '../telemetry/process-cpu.js';
 import { countProcFds } from '../telemetry/proc.js';
-import type { ChildConfig, ChildMessage } from './variant-child.js';
-import type { ClientResult, PhasedRow, ScenarioPlan, VariantPlan } from './types.js';
+import type { ChildConfig, ChildMessage, ClientResult } from './variant-child.js';
+import type { PhasedRow, ScenarioPlan, VariantPlan } from './types.js';
 
 /** Server connections per pool in every daemon the bench starts (as PgBouncer's default_pool_size). */
 const POOL_SIZE = 20;

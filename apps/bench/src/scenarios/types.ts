@@ -1,9 +1,7 @@
-// The shapes every scenario shares. A scenario is a plan (which client variants, over which path, under which load) run
-// R rounds, each round every variant once, one after the other (never at once: they would share the 2 cores), each
-// variant in fresh processes: its own packet path, its own quicpool daemon, its own client process.
+// The shapes every scenario shares. A plan (client variants, path, load) runs R rounds, each variant once a round, one after
+// the other (never at once: they would share the 2 cores), each in fresh processes: its own path, daemon and client process.
 import type { Ramp } from '../load/schedule.js';
 import type { TelemetryRow } from '../telemetry/csv.js';
-import type { FailureReason } from '../telemetry/recorder.js';
 import type { runVariant } from './run-variant.js';
 
 export type ScenarioName = 'capacity' | 'original' | 'sockets' | 'fair' | 'loss' | 'connect' | 'direct';
@@ -54,22 +52,6 @@ export interface ScenarioPlan {
 
 /** A telemetry row as the client process sends it, with where in the load it belongs (step: the closed loop's, else 0). */
 export type PhasedRow = Readonly<{ phase: 'probe' | 'load' | 'drain'; step: number; row: TelemetryRow }>;
-
-/** What the client process reports at the end of its load. */
-export interface ClientResult {
-  readonly sessions: number;
-  readonly openMs: number;
-  /** File descriptors the client held with every session open. */
-  readonly fds: number | null;
-  readonly offered: number;
-  readonly processed: number;
-  readonly failed: number;
-  readonly failures: Record<FailureReason, number>;
-  readonly latency: Readonly<Record<'meanUs' | 'p50Us' | 'p99Us' | 'maxUs', number>>;
-  readonly errors: readonly string[];
-  /** Transport facts (QUIC connections, handshakes, resumptions ...). */
-  readonly info: Readonly<Record<string, number | string | null>>;
-}
 
 /** The WAN path of one run, as measured. */
 export interface PathFacts {

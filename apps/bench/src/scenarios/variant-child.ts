@@ -9,7 +9,7 @@ import { countProcFds } from '../telemetry/proc.js';
 import { LoadRecorder, TelemetrySampler } from '../telemetry/recorder.js';
 import type { BuiltClient, ClientTarget } from './clients.js';
 import { buildClient } from './clients.js';
-import type { ClientResult, ClientSpec, LoadSpec, PhasedRow } from './types.js';
+import type { ClientSpec, LoadSpec, PhasedRow } from './types.js';
 
 export type ChildConfig = Readonly<{ variant: string; client: ClientSpec; load: LoadSpec; target: ClientTarget }>;
 
@@ -52,6 +52,18 @@ async function runLoad(variant: BuiltClient, load: LoadSpec): Promise<{ recorder
   return { recorder, offered: recorder.totals().issued };
 }
 
+/** What the client process reports at the end of its load; `fds`: what it held with every session open. */
+function resultOf(client: BuiltClient, o: { openMs: number; fds: number | null; offered: number }, recorder: LoadRecorder) {
+  const { processed, failed } = recorder.totals();
+  const h = recorder.total;
+  const latency = { meanUs: Math.round(h.mean), p50Us: h.percentile(50), p99Us: h.percentile(99), maxUs: h.max };
+  const { failures, errorSamples: errors } = recorder;
+  // info: transport facts (QUIC connections, handshakes, resumptions ...).
+  return { sessions: client.sessions, ...o, processed, failed, failures, latency, errors, info: client.info() };
+}
+
+export type ClientResult = ReturnType<typeof resultOf>;
+
 export async function runVariantChild(config: ChildConfig): Promise<void> {
   // The parent holds our stdin: when it goes away, so do we (no orphaned load generator).
   process.stdin.on('end', () => process.exit(1)).resume();
@@ -64,11 +76,7 @@ export async function runVariantChild(config: ChildConfig): Promise<void> {
     const fds = countProcFds('self');
     say({ ready: { openMs } });
     const { recorder, offered } = await runLoad(client, config.load);
-    const { processed, failed } = recorder.totals();
-    const h = recorder.total;
-    const latency = { meanUs: Math.round(h.mean), p50Us: h.percentile(50), p99Us: h.percentile(99), maxUs: h.max };
-    const { failures, errorSamples: errors } = recorder;
-    say({ result: { sessions: client.sessions, openMs, fds, offered, processed, failed, failures, latency, errors, info: client.info() } });
+    say({ result: resultOf(client, { openMs, fds, offered }, recorder) });
   } finally {
     await client.close();
   }

@@ -1,6 +1,5 @@
-// Faults injected during a soak, in turn: a backend killed from a superuser connection
-// (pg_terminate_backend), a QUIC stream reset under a live session, and a whole QUIC connection
-// dropped abruptly (its sessions fail; the client opens a new connection).
+// Faults injected during a soak, in turn: a backend killed (pg_terminate_backend), a QUIC stream reset under a
+// live session, and a whole QUIC connection dropped abruptly (its sessions fail; the client opens a new one).
 import type pg from 'pg';
 import type { SessionManager } from '@quicpool/client';
 import { SOAK_ROLE } from './stack.js';

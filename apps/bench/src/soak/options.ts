@@ -21,7 +21,6 @@ export type SoakOptions = ReturnType<typeof soakOptionsOf>;
 export function soakOptionsOf(values: Values<typeof SOAK_OPTIONS>) {
   return {
     minutes: numberOption('minutes', values.minutes, 0.1, 24 * 60),
-    /** One JSON object of the figures as the last line. */
     json: values.json,
     /** Sessions (and workers) over TCP, and over QUIC streams, across the WAN. */
     tcpSessions: Math.round(numberOption('tcp', values.tcp, 0, 1000)),
@@ -30,7 +29,6 @@ export function soakOptionsOf(values: Values<typeof SOAK_OPTIONS>) {
     delayMs: numberOption('delay', values.delay, 0, 1000),
     /** UDP loss rate of the WAN (0..1); TCP is never dropped. */
     loss: numberOption('loss', values.loss, 0, 0.5),
-    /** The WAN: the packet path where it can be built (`auto`), or as asked. */
     path: pathOption(values.path),
     /** 0: no faults. */
     faultEverySeconds: numberOption('fault-every', values['fault-every'], 0, 3600),

@@ -1,5 +1,4 @@
-// Printing a soak: one line per minute while it runs, a summary table at the end, and with --json
-// one JSON object as the last line.
+// Printing a soak: one line per minute while it runs, a summary table and (--json) a JSON line at the end.
 import type { PathFacts } from '../scenarios/types.js';
 import type { FaultInjector } from './faults.js';
 import type { SoakCounters } from './workload.js';

@@ -1,10 +1,5 @@
-// The soak: steady mixed load (simple, extended, prepared, transactions) over TCP and over QUIC
-// streams, across the WAN path (stack/wan-path.ts) to the real quicpool daemon and its own throwaway Postgres, with a
-// fault injected every few seconds (backend killed, QUIC stream reset, QUIC connection dropped).
-// Prints RSS, heap, open streams, open backends and error counts every minute; at the end compares
-// the last third of the run with the first and exits 1 when memory or counts grew without bound,
-// an answer was wrong, or errors happened outside fault windows.
-// `quicpool-bench soak` (`pnpm bench:soak`) runs it; it resolves to the exit code.
+// The soak (`pnpm bench:soak`): mixed load (workload.ts) over TCP and QUIC across the WAN path to the real daemon (stack.ts),
+// a fault every few seconds (faults.ts), a line every minute; then the last third is judged (verdict.ts): the exit code.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { QuicPool } from '@quicpool/client';
@@ -19,7 +14,7 @@ import { minuteLine, soakSummary, summaryTable } from './report.js';
 export async function runSoak(o: SoakOptions): Promise<number> {
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
-  const stack = await startSoakStack({ poolSize: o.poolSize, delayMs: o.delayMs, loss: o.loss, path: o.path }, log);
+  const stack = await startSoakStack(o, log);
   const tcpPool = new pg.Pool({ ...stack.login, host: stack.tcp.host, port: stack.tcp.port, max: Math.max(1, o.tcpSessions) });
   const quicPool = o.quicSessions === 0 ? null : new QuicPool({
     ...stack.login, max: o.quicSessions,
@@ -31,9 +26,7 @@ export async function runSoak(o: SoakOptions): Promise<number> {
   });
   tcpPool.on('error', () => undefined); // idle clients hit by a fault: pg.Pool removes them
   quicPool?.on('error', () => undefined);
-  // Whatever happens, the pools, the daemon, the path and Postgres are stopped.
   try {
-
     const counters = newCounters();
     // A dropped QUIC connection's sessions fail within the idle timeout; allow that plus slack.
     const faults = new FaultInjector(stack.monitor, quicPool?.sessions ?? null, QUIC_IDLE_MS + 5_000);

@@ -1,8 +1,5 @@
-// What the soak runs against: its own throwaway Postgres, a login role for the load (so
-// pg_stat_activity counts exactly the pooler's backends), the real quicpool daemon on TCP and
-// QUIC, and the WAN between it and this process (stack/wan-path.ts: the packet path as root, the
-// daemon then in its server namespace; else the relay; one-way delay, optional loss of UDP only).
-// The daemon's own counts (client sessions, open QUIC streams) come from its admin console.
+// What the soak runs against: its own Postgres, a login role for the load (pg_stat_activity then counts only the pooler's
+// backends), the daemon on TCP and QUIC behind the WAN path (loss of UDP only), its counts from its admin console.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -12,8 +9,8 @@ import pg from 'pg';
 import { startPostgres } from '@quicpool/pg-fixture';
 import { quicPortOf, startDaemon } from '../stack/daemon.js';
 import { daemonBehind, openPathHere } from '../stack/wan-path.js';
-import type { PathMode } from '../stack/wan-path.js';
 import { readProcSample } from '../telemetry/proc.js';
+import type { SoakOptions } from './options.js';
 import type { SoakCounters } from './workload.js';
 
 export const SOAK_ROLE = 'soak_load';
@@ -23,10 +20,7 @@ export const QUIC_IDLE_MS = 5_000;
 
 export type SoakStack = Awaited<ReturnType<typeof startSoakStack>>;
 
-export async function startSoakStack(
-  o: { poolSize: number; delayMs: number; loss: number; path: PathMode | 'auto' },
-  log: (line: string) => void,
-) {
+export async function startSoakStack(o: Pick<SoakOptions, 'poolSize' | 'delayMs' | 'loss' | 'path'>, log: (line: string) => void) {
   // What is up so far, stopped in reverse order by close(), or at once when the set-up fails.
   const undo: Array<() => Promise<unknown>> = [];
   const close = async (): Promise<void> => {
@@ -64,8 +58,7 @@ export async function startSoakStack(
     const quic = await path.endpoint('udp', quicPortOf(daemon));
     log(`WAN: ${path.description}`);
     return {
-      // tcp, quic: where this process reaches the daemon's ports, across the path. monitor: a direct
-      // superuser connection (no pooler, no WAN) for counting and killing backends.
+      // tcp, quic: the daemon's ports across the path; monitor: a direct superuser connection, to count and kill backends.
       pg: server, path, tcp, quic, caPem: daemon.caPem, monitor,
       login: { user: SOAK_ROLE, password, database: server.info.database },
       /** One sample of the soak: `started`, when the load started (performance.now()); `counters`, the load's. */

@@ -1,13 +1,10 @@
-// Did anything grow without bound? The samples of a soak run are split in thirds; the last third
-// is compared with the first (the middle one separates them, so start-up and a slow ramp do not
-// count as growth). Pure: takes samples, returns findings.
+// Did anything grow without bound? The last third of the samples against the first (the middle one keeps start-up out).
 import type { SoakStack } from './stack.js';
 
 export type SoakSample = Awaited<ReturnType<SoakStack['sample']>>;
 export type SoakVerdict = ReturnType<typeof judgeSoak>;
 
-// Between the first and last third, RSS may grow by 25% + 32 MB, the heap floor by 50% + 16 MB,
-// the error rate double (+6/min), and throughput may fall to a quarter.
+// How far the last third may stray from the first (growth: a ratio plus slack) before the verdict fails.
 export const TOLERANCE = { rssRatio: 1.25, rssMb: 32, heapRatio: 1.5, heapMb: 16, errorRateRatio: 2, errorsPerMinute: 6, unexpectedShare: 0.001, throughputFloor: 0.25 } as const;
 
 function figures(samples: readonly SoakSample[], before: SoakSample | undefined) {

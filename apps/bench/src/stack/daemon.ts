@@ -1,8 +1,5 @@
-// The real quicpool daemon, started as a user starts it: `quicpool start --config <file>` with a
-// generated TOML file (docs/config.md), its own process, its own development certificate and
-// QUIC ticket key in a state folder (kept across starts, so 0-RTT tickets stay valid). Every
-// benchmark that needs a pooler starts it here, so what is measured is the deployable, not a
-// pooler the bench assembled from the packages.
+// The real quicpool daemon, started as a user starts it (`quicpool start --config <file>`, a generated TOML: docs/config.md),
+// its certificate and QUIC ticket key kept across starts (0-RTT tickets stay valid): what is measured is the deployable.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
@@ -28,10 +25,7 @@ export interface DaemonOptions {
   readonly nodeFlags?: readonly string[];
   /** Another build's CLI (its dist/cli.js) instead of this workspace's. */
   readonly cli?: string;
-  /**
-   * workers.count. Default 1 (the daemon's own default is one per core): every benchmark measures
-   * one worker unless it asks for more. Left out for another build's CLI unless given.
-   */
+  /** workers.count. Default 1 (the daemon's own: one per core); left out for another build's CLI unless given. */
   readonly workers?: number;
   /** A network namespace to run in (`ip netns exec`: the packet path's server side), or null/absent for the host's. */
   readonly namespace?: string | null;
@@ -40,9 +34,8 @@ export interface DaemonOptions {
 export type RunningDaemon = Awaited<ReturnType<typeof startDaemon>>;
 
 /** The `quicpool` command of this workspace (apps/pooler's bin script; its dist/cli.js built by `pnpm build`). */
-export function daemonCli(): string {
-  const require = createRequire(import.meta.url);
-  const manifest = require.resolve('quicpool/package.json');
+function daemonCli(): string {
+  const manifest = createRequire(import.meta.url).resolve('quicpool/package.json');
   const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: Record<string, string> };
   const bin = pkg.bin?.quicpool;
   if (bin === undefined) throw new Error(`${manifest} declares no quicpool bin`);
@@ -59,7 +52,6 @@ function toml(value: TomlValue): string {
   return `[${value.map(quote).join(', ')}]`;
 }
 
-/** The config file's text: what `quicpool start` reads. */
 export function daemonConfig(o: DaemonOptions): string {
   const sections: Record<string, Record<string, TomlValue>> = {
     upstream: 'hosts' in o.upstream ? { hosts: o.upstream.hosts.map((h) => `${h.host}:${h.port}`) } : { host: o.upstream.host, port: o.upstream.port },
@@ -73,6 +65,7 @@ export function daemonConfig(o: DaemonOptions): string {
     metrics: { enabled: false },
     // Per-session info lines would cost the daemon CPU inside the measurement.
     log: { level: 'warn', format: 'json' },
+    // stop()'s SIGTERM drains for up to this long; the benchmark's clients have gone by then.
     shutdown: { drain_timeout_ms: 2_000 },
   };
   const workers = o.workers ?? (o.cli === undefined ? 1 : undefined);
@@ -102,9 +95,8 @@ export async function startDaemon(o: DaemonOptions) {
   writeFileSync(configFile, daemonConfig(o), { mode: 0o600 });
   const flags = o.nodeFlags ?? [];
   const start = ['start', '--config', configFile];
-  // This workspace's daemon runs as `quicpool` does once installed (bin/quicpool: the daemon's V8
-  // settings, the `node` on PATH, which we make ours), extra node flags through QUICPOOL_NODE_FLAGS; another
-  // build's dist/cli.js runs under this node with the flags on its command line.
+  // This workspace's daemon runs as an installed `quicpool` does (bin/quicpool: its V8 settings, the `node` on
+  // PATH, made ours; flags through QUICPOOL_NODE_FLAGS); another build's dist/cli.js runs under this node.
   const argv = o.cli === undefined ? [daemonCli(), ...start] : [process.execPath, ...flags, o.cli, ...start];
   const env = o.cli !== undefined ? process.env : {
     ...process.env,
@@ -124,12 +116,9 @@ export async function startDaemon(o: DaemonOptions) {
     startTimeoutMs: 30_000,
     stderr: 'capture',
     ready: parseListening,
-    // SIGTERM drains (up to shutdown.drain_timeout_ms); the benchmark's clients have gone by then.
-    stopSignal: 'SIGTERM',
   });
   // caPem: the development CA that signed its certificate (server name `localhost`).
-  const { caPem } = daemonCertificates(o.stateDir);
-  return { pid: daemon.pid, ...daemon.ready, caPem, stop: () => daemon.stop() };
+  return { pid: daemon.pid, ...daemon.ready, caPem: daemonCertificates(o.stateDir).caPem, stop: () => daemon.stop() };
 }
 
 /** The development CA, certificate and key the daemon writes into its state folder at its first start. */

@@ -1,15 +1,14 @@
-// PgBouncer as the peer to compare with (bench:lan, and `pnpm bench --pgbouncer`): transaction
-// pooling, the same pool size, in a temp folder owned by the user Postgres runs as (PgBouncer
-// refuses to run as root, so as root it is started through `runuser`; its own pid is read from its
-// pidfile, so its CPU is measured alone). It is ready when it logs "process up" on its stderr. With
-// `clientTls` it requires TLS of its clients (client_tls_sslmode = require) with that certificate,
-// as the quicpool daemon does over TCP in the WAN scenarios.
+// PgBouncer, the peer to compare with (bench:lan, `pnpm bench --pgbouncer`): transaction pooling, the
+// same pool size, in a temp folder owned by Postgres's user (as root it starts through `runuser`, since it
+// refuses root; its own pid, from its pidfile, is the one measured). Ready when it logs "process up" on
+// stderr. `clientTls`: its clients must use TLS with that certificate, as the daemon's do over TCP.
 import { spawnSync } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, resolveRunAs } from '@quicpool/pg-fixture';
 import { startWorkerProcess } from '../process/worker-process.js';
+import { orNull } from '../telemetry/proc.js';
 
 export interface PgbouncerOptions {
   readonly serverHost: string;
@@ -25,7 +24,6 @@ export interface PgbouncerOptions {
 
 export type RunningPgbouncer = Awaited<ReturnType<typeof startPgbouncer>>;
 
-/** The pgbouncer binary, or null when it is not installed. */
 export function findPgbouncer(): string | null {
   for (const bin of ['pgbouncer', '/usr/sbin/pgbouncer', '/usr/bin/pgbouncer']) {
     const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
@@ -47,33 +45,30 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions) {
     writeFileSync(join(dir, 'server.key'), o.clientTls.keyPem, { mode: 0o600 });
     tls.push('client_tls_sslmode = require', `client_tls_cert_file = ${join(dir, 'server.pem')}`, `client_tls_key_file = ${join(dir, 'server.key')}`);
   }
-  writeFileSync(
-    join(dir, 'pgbouncer.ini'),
-    [
-      '[databases]',
-      `* = host=${o.serverHost} port=${o.serverPort}`,
-      '[pgbouncer]',
-      `listen_addr = ${host}`,
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = scram-sha-256',
-      `auth_file = ${join(dir, 'userlist.txt')}`,
-      'pool_mode = transaction',
-      `default_pool_size = ${o.poolSize}`,
-      'min_pool_size = 0',
-      'reserve_pool_size = 0',
-      'max_client_conn = 2000',
-      'server_tls_sslmode = disable',
-      ...tls,
-      'ignore_startup_parameters = extra_float_digits',
-      `pidfile = ${join(dir, 'pgbouncer.pid')}`,
-      '',
-    ].join('\n'),
-  );
-  if (runAs !== null) for (const f of ['', ...readdirSync(dir)]) chownSync(join(dir, f), runAs.uid, runAs.gid);
-  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0]?.trim() ?? 'pgbouncer';
   const ini = join(dir, 'pgbouncer.ini');
   const pidFile = join(dir, 'pgbouncer.pid');
+  writeFileSync(ini, [
+    '[databases]',
+    `* = host=${o.serverHost} port=${o.serverPort}`,
+    '[pgbouncer]',
+    `listen_addr = ${host}`,
+    `listen_port = ${port}`,
+    'unix_socket_dir =',
+    'auth_type = scram-sha-256',
+    `auth_file = ${join(dir, 'userlist.txt')}`,
+    'pool_mode = transaction',
+    `default_pool_size = ${o.poolSize}`,
+    'min_pool_size = 0',
+    'reserve_pool_size = 0',
+    'max_client_conn = 2000',
+    'server_tls_sslmode = disable',
+    ...tls,
+    'ignore_startup_parameters = extra_float_digits',
+    `pidfile = ${pidFile}`,
+    '',
+  ].join('\n'));
+  if (runAs !== null) for (const f of ['', ...readdirSync(dir)]) chownSync(join(dir, f), runAs.uid, runAs.gid);
+  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0]?.trim() ?? 'pgbouncer';
   try {
     const worker = await startWorkerProcess({
       name: 'PgBouncer',
@@ -95,11 +90,7 @@ export async function startPgbouncer(bin: string, o: PgbouncerOptions) {
       async stop(): Promise<void> {
         await worker.stop();
         // runuser may be gone (SIGKILL after 5 s) while PgBouncer itself still runs, holding our pipes.
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone already
-        }
+        orNull(() => process.kill(pid, 'SIGKILL'));
         rmSync(dir, { recursive: true, force: true });
       },
     };

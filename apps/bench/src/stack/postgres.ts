@@ -1,6 +1,4 @@
-// The Postgres the bench runs against: an embedded one it starts itself, or one given with --pg.
-// Its address as plain fields (the daemon's config and the clients need them), and its
-// postmaster's pid when it runs on this machine, so its processes' CPU can be read from /proc.
+// The Postgres the bench runs against (embedded, or --pg): its address, and its postmaster's pid when local (CPU from /proc).
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 

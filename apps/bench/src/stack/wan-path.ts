@@ -1,13 +1,8 @@
-// The WAN between a benchmark's clients and the quicpool daemon, for one run. As root with TUN:
-// the packet path (one forwarder moving IP packets between two sides after the delay, with seeded
-// random loss), so TCP's own loss recovery runs over the full RTT. Its client side is a namespace
-// of its own when the clients are processes of their own (the scenarios: the daemon and Postgres
-// on the host), or the host when the clients run in the benchmark's own process (bench:connect,
-// bench:client: the daemon then runs in the server's namespace and reaches Postgres by its unix
-// socket). Otherwise: the relay (the same forwarder between sockets, ../netpath/relay.ts), which
-// terminates TCP (its retransmissions then run on a ~0.1 ms loopback leg) and cannot drop TCP
-// segments at all, so loss scenarios cannot run on it. choosePathMode() decides, once per run, and
-// says so.
+// The WAN between a benchmark's clients and the quicpool daemon, for one run (docs/benchmark.md,
+// "Topology"): as root the packet path, its client side a namespace of its own when the clients are
+// processes of their own (the scenarios), or the host when they run in this process (connect,
+// client, soak: the daemon then in the server namespace); else the relay, which terminates TCP and
+// so cannot drop TCP segments. choosePathMode() decides, once per run, and says so.
 import { choiceOption } from '../command-line.js';
 import type { CongestionControl } from '../netpath/netpath.js';
 import { forwarderBuildUnavailableReason } from '../netpath/build.js';
@@ -21,17 +16,12 @@ export type PathMode = 'packet' | 'relay';
 /** The `--path` option of every benchmark that has distance: auto (the packet path where it can be built), packet or relay. */
 export const PATH_OPTION = { path: { type: 'string', default: 'auto' } } as const;
 
-export function pathOption(value: string): PathMode | 'auto' {
-  return choiceOption('path', value, ['auto', 'packet', 'relay'] as const);
-}
+export const pathOption = (value: string): PathMode | 'auto' => choiceOption('path', value, ['auto', 'packet', 'relay'] as const);
 
 /** Where the clients run: processes of their own (inside the client namespace), or this process. */
 export type ClientSide = 'process' | 'here';
 
-/**
- * The path a run uses: the packet path where it can be built, else the relay (`auto`); the
- * fallback and its reason are logged. Asking for `packet` where it cannot be built throws.
- */
+/** `auto`: the packet path where it can be built, else the relay (the reason logged); `packet` where it cannot be is an error. */
 export function choosePathMode(requested: PathMode | 'auto', log: (line: string) => void): { mode: PathMode; fallback: string | null } {
   // The relay is the same forwarder: without a C compiler there is no WAN at all.
   const noForwarder = forwarderBuildUnavailableReason();
@@ -90,14 +80,7 @@ export const NO_PATH: VariantPath = {
 };
 
 async function packetPath(spec: WanSpec, clients: ClientSide): Promise<VariantPath> {
-  const path = await createPacketPath({
-    delayMs: spec.delayMs,
-    lossRate: spec.lossRate,
-    lossUdpOnly: spec.lossUdpOnly ?? false,
-    seed: spec.seed,
-    congestionControl: spec.congestionControl,
-    ...(clients === 'process' ? { server: 'host' } : { client: 'host' }),
-  });
+  const path = await createPacketPath({ ...spec, ...(clients === 'process' ? { server: 'host' } : { client: 'host' }) });
   const clientNs = path.clientNs;
   return {
     mode: 'packet',
@@ -177,19 +160,12 @@ export async function openPath(mode: PathMode, spec: WanSpec, clients: ClientSid
   return mode === 'packet' ? packetPath(spec, clients) : relayPath(spec);
 }
 
-/**
- * The WAN of a benchmark whose clients run in this process (bench:connect, client, soak): the mode
- * chosen (and said) once, the clients on the host's side, the seed and congestion control every
- * WAN benchmark uses.
- */
+/** The WAN of a benchmark whose clients run in this process (connect, client, soak), with the usual seed and congestion control. */
 export async function openPathHere(requested: PathMode | 'auto', spec: Pick<WanSpec, 'delayMs'> & Partial<WanSpec>, log: (line: string) => void): Promise<VariantPath> {
   return openPath(choosePathMode(requested, log).mode, { lossRate: 0, seed: 1, congestionControl: 'cubic', ...spec }, 'here');
 }
 
-/**
- * Where a daemon behind `path` runs and listens, and how it reaches Postgres: over loopback from
- * the host, by its unix socket from the server's namespace.
- */
+/** Where a daemon behind `path` runs and listens; it reaches Postgres by loopback from the host, by its unix socket from a namespace. */
 export function daemonBehind(path: VariantPath, pg: { readonly host: string; readonly port: number; readonly socketDir: string }) {
   return {
     listenHost: path.serverHost,

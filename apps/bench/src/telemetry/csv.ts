@@ -1,5 +1,4 @@
-// The telemetry CSV: the original benchmark's seven columns first, in its order and with its
-// names, so its plotting scripts can read our files, then our additions. Empty cell = not applicable.
+// The telemetry CSV: the original's seven columns first (its order and names: its plotting scripts read ours), then ours.
 
 export const CSV_COLUMNS = [
   // The original's seven.
@@ -7,9 +6,7 @@ export const CSV_COLUMNS = [
   'average_query_time_us', 'cpu_milliseconds', 'memory_bytes',
   // Ours: latency percentiles of the interval, the offered rate, the pooler's CPU and RSS, the path's RTT.
   'p50_us', 'p99_us', 'max_us', 'offered_per_sec', 'pooler_cpu_milliseconds', 'pooler_rss_bytes', 'rtt_ms',
-  // CPU of the other processes of the set-up in the same interval (/proc; 1000 = one core):
-  // the packet forwarder (or relay), every process of the Postgres server, and the rest of the
-  // machine (the bench's own parent process, anything else running).
+  // The other processes' CPU in the same interval (/proc; 1000 = one core), the rest of the machine's as "other".
   'forwarder_cpu_milliseconds', 'postgres_cpu_milliseconds', 'other_cpu_milliseconds',
   // Each process's CPU per query answered in the interval (µs).
   'client_cpu_us_per_query', 'forwarder_cpu_us_per_query', 'pooler_cpu_us_per_query', 'postgres_cpu_us_per_query',

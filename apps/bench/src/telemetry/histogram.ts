@@ -1,6 +1,5 @@
-// A log-linear latency histogram in the spirit of HdrHistogram: values below 2*SUB are counted exactly, each power of
-// two above is split into SUB equal buckets, so a percentile is within 1/SUB (0.8%) of the true value. Fixed memory,
-// O(1) record, no allocation on the hot path (every query, up to tens of thousands per second).
+// A log-linear latency histogram like HdrHistogram's: values below 2*SUB exact, each power of two above in SUB buckets, so a
+// percentile is within 1/SUB (0.8%). Fixed memory, O(1) record, no allocation on the hot path (every query).
 
 const SUB_BITS = 7;
 const SUB = 1 << SUB_BITS; // 128 buckets per power of two

@@ -1,11 +1,10 @@
-// Reads a process's CPU time and resident memory from /proc, as the original benchmark did, so the set-up's other
-// processes (pooler, forwarder, Postgres) are measured from outside. Linux only: elsewhere, or for a process gone, the
-// readers return null and the CSV columns stay empty.
+// Reads a process's CPU time and RSS from /proc, as the original benchmark did, so the set-up's other processes are measured
+// from outside. Linux only: elsewhere, or for a process gone, the readers return null and the CSV columns stay empty.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
-/** f(), or null when it throws (a /proc entry gone or another user's, not Linux, a command missing). */
-function orNull<T>(f: () => T): T | null {
+/** f(), or null when it throws (a /proc entry gone or another user's, not Linux, a command missing or failing). */
+export function orNull<T>(f: () => T): T | null {
   try {
     return f();
   } catch {

@@ -1,6 +1,5 @@
-// CPU of the set-up's processes per interval, read from /proc by the bench's parent process (measuring costs the
-// measured processes nothing): the packet forwarder (or relay), the quicpool daemon, every process of the Postgres
-// server (the postmaster's children) and the whole machine's busy time, the rest of which is "other".
+// CPU of the set-up's processes per interval, read from /proc by the parent (costing the measured nothing): the forwarder
+// (or relay), the daemon, every Postgres process (the postmaster's children) and the machine's busy time, the rest "other".
 import { clockTicksPerSecond, readProcSample, readProcText } from './proc.js';
 
 /** postgres: the postmaster, whose children are summed. */
@@ -44,7 +43,6 @@ export class ProcessCpu {
     this.last = readAll(pids);
   }
 
-  /** CPU since the previous call (or construction). */
   next() {
     const now = readAll(this.pids);
     const before = this.last;

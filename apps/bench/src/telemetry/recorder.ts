@@ -1,7 +1,5 @@
-// Counts what the load generator does (issued, answered, failed, latency) and turns it into one telemetry row per
-// interval with the original benchmark's semantics: "active" is issued and not yet answered (client-side backlog
-// included), "processed" and "failed" are per interval, CPU is the client's utime+stime delta and memory its RSS. The
-// other processes' columns are left empty: the bench's parent fills them from /proc, at no cost to the client.
+// Counts what the load generator does and turns it into one telemetry row per interval, with the original's semantics
+// (docs/benchmark.md); the other processes' columns are left to the bench's parent (/proc, at no cost to the client).
 import { Histogram } from './histogram.js';
 import type { TelemetryRow } from './csv.js';
 import { EMPTY_ROW } from './csv.js';

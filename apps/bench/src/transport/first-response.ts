@@ -1,7 +1,5 @@
-// "First response" across a WAN: round trips from dialing a pooler never talked to until its first
-// response, against one resumed with 0-RTT (a stored ticket lets the request ride in the first
-// flight), in RTTs measured on the same path. Both ends live in this process, so the WAN is the relay
-// (../netpath/relay.ts: for UDP the same delay, packet by packet, as the packet path's).
+// "First response" across a WAN: round trips from dialing a pooler never talked to until its first response, against one
+// resumed with 0-RTT, in the path's measured RTTs; both ends live here, so the WAN is the relay (UDP: the packet path's delay).
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { SessionStream } from '@quicpool/transport';

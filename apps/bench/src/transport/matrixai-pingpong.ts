@@ -1,9 +1,7 @@
-// Reference run: the same ping-pong over @matrixai/quic's HIGH-LEVEL classes (QUICServer,
-// QUICClient, QUICStream with web streams), to show the ceiling our lean endpoint is meant to
-// break (TOOLCHAIN: ~320-480 µs CPU per round trip per side). Works around their known defects:
-// streams are opened once and never beyond the peer's limit (after one StreamLimit error the
-// connection can never open streams again), and every close is reported as an error event, so
-// error events are swallowed and the worker process exits at the end regardless.
+// Reference run: the same ping-pong over @matrixai/quic's high-level classes, the ceiling our lean endpoint is
+// meant to break (TOOLCHAIN: ~320-480 µs CPU per round trip per side). Around their defects: streams are opened
+// once, below the peer's limit (after one StreamLimit error a connection never opens streams again), and every
+// close is an error event, so error events are swallowed and the worker exits at the end regardless.
 import { createHmac, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
 import type { QUICConnection, QUICStream } from '@matrixai/quic';
@@ -23,12 +21,8 @@ const ALPN = ['pgsql/3'];
 let datagramsSent = 0;
 let instrumented = false;
 
-/**
- * Once per worker process (it runs only this role). The library logs every stream's lifecycle at
- * INFO through console.error (its default logger; taking its Logger class would need another
- * dependency): those lines are dropped, everything else kept. Its UDP is not ours to count, so
- * dgram's send is wrapped to count every datagram sent (one extra call per datagram).
- */
+// Once per worker process: drops the library's INFO lines on console.error (every stream's lifecycle; its Logger
+// class would be another dependency), and wraps dgram's send to count the datagrams (one extra call each).
 function instrumentProcess(): void {
   if (instrumented) return;
   instrumented = true;

@@ -1,6 +1,5 @@
-// The two ends of a ping-pong stream, shared by the transport benchmarks: the server side echoes
-// every byte back; the client side keeps one request in flight per stream, a round trip complete at
-// every `payloadBytes` bytes back (a transport may split or merge responses).
+// The two ends of a ping-pong stream: the server echoes every byte; the client keeps one request in flight per
+// stream, a round trip complete at every `payloadBytes` bytes back (a transport may split or merge responses).
 import { performance } from 'node:perf_hooks';
 import type { SessionStream } from '@quicpool/transport';
 

@@ -1,11 +1,8 @@
-// A ping-pong run, driven from the bench's process: starts the server side and the client side
-// (forked workers of this same bench program; our QUIC client in this process, as it always ran),
-// lets the client warm up, then measures one window: round trips counted by the client, CPU, RSS
-// and UDP counters reported by each side for that window.
+// A ping-pong run: starts the server and client sides (forked workers of this program; our QUIC client in this process),
+// lets the client warm up, then measures one window: round trips, CPU, RSS and UDP counters of each side.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateDevCertificates } from '@quicpool/transport';
-import type { UdpIoKind } from '@quicpool/transport';
 import { PINGPONG_FLAG, QUIC_SERVER_FLAG } from '../commands/worker-flags.js';
 import { IpcChild } from '../process/ipc-child.js';
 import { round1, round2 } from '../report/round.js';
@@ -16,14 +13,8 @@ import { quicRoles } from './quic-pingpong.js';
 
 export type PingPongResult = Awaited<ReturnType<typeof runPingPong>>;
 
-export interface PingPongVariant {
-  transport: 'tcp' | 'quic' | 'matrixai';
-  /** TCP: sockets, one stream each. */
-  connections: number;
-  streamsPerConnection: number;
-  /** QUIC: the UDP I/O path of both endpoints. */
-  udpIo?: UdpIoKind;
-}
+/** The client's connections (TCP: sockets, one stream each) and streams; QUIC: the UDP I/O path of both endpoints. */
+export type PingPongVariant = Pick<PingPongConfig, 'connections' | 'streamsPerConnection' | 'udpIo'> & { transport: 'tcp' | 'quic' | 'matrixai' };
 
 /** 'tcp 40', 'quic 1x40 native', 'matrixai 1x40'. */
 export function pingPongLabel(v: PingPongVariant): string {

@@ -1,7 +1,5 @@
-// One side of a ping-pong benchmark: a server that echoes, or a client that keeps every stream busy
-// with request/response, measured over one window (CPU, RSS, round trips and their latency, UDP
-// counters). A forked worker plays one side alone, so `process.cpuUsage()` over the window is that
-// side's CPU alone; the parent (pingpong-harness.ts) drives it over IPC, or plays the QUIC client itself.
+// One side of a ping-pong, a server that echoes or a client keeping every stream busy, over one window. A forked worker plays
+// one side alone, so its cpuUsage() is that side's CPU; pingpong-harness.ts drives it over IPC, or plays the QUIC client.
 import type { UdpIoKind } from '@quicpool/transport';
 
 export interface PingPongConfig {
@@ -30,7 +28,6 @@ export interface UdpCounters {
 }
 
 export interface Role {
-  /** A server's port. */
   port?: number;
   close(): Promise<void>;
   /** Roles over UDP: their counters so far. */

@@ -1,8 +1,6 @@
-// What this machine can do at best, to put the QUIC ping-pong figures in context:
-// - quiche alone: two raw quiche connections wired back to back in memory (no sockets), the
-//   same 200-byte request/response on `streams` streams, CPU per round trip per side;
-// - Node UDP alone: two dgram sockets in this process bouncing 200-byte datagrams, `streams`
-//   in flight, CPU per datagram (= per round trip per side: one send + one receive);
+// What this machine can do at best, to put the QUIC ping-pong figures in context, CPU per round trip per side:
+// - quiche alone: two raw quiche connections wired back to back in memory, 200-byte requests on `streams` streams;
+// - Node UDP alone: two dgram sockets bouncing 200-byte datagrams (one send + one receive per round trip and side);
 // - the native batched module alone: the same with @quicpool/udp (recvmmsg/sendmmsg, GSO/GRO).
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';

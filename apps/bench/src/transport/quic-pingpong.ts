@@ -1,10 +1,7 @@
-// The QUIC sides of the ping-pong, over our lean endpoint: the server echoes every byte (and ends
-// a stream the client ends); the client keeps every stream of its connections busy. Both count
-// their datagrams and send/receive system calls, and say which UDP I/O path they really used.
+// The QUIC sides of the ping-pong, over our lean endpoint; both count datagrams and syscalls, and report their UDP I/O path.
 import { QuicDialer, QuicListener } from '@quicpool/transport';
 import type { QuicEndpointStats } from '@quicpool/transport';
 import type { RoleFactory, UdpCounters } from './pingpong-worker.js';
-import { runPingPongWorker } from './pingpong-worker.js';
 import { echo, keepBusy } from './ping-stream.js';
 
 const counters = (s: QuicEndpointStats): UdpCounters => ({ datagramsOut: s.datagramsOut, sendCalls: s.sendCalls, recvCalls: s.recvCalls, io: s.io });
@@ -38,6 +35,3 @@ export const quicRoles: Record<string, RoleFactory> = {
     };
   },
 };
-
-/** The forked QUIC server (QUIC_SERVER_FLAG); the client runs in the bench's own process. */
-export const runQuicPingPongServerChild = (): void => runPingPongWorker(quicRoles);

@@ -1,5 +1,4 @@
-// The figures of `quicpool-bench transport`: the median of each run label over the rounds, QUIC
-// against TCP per round trip, the printed table and the JSON line's object.
+// The figures of `quicpool-bench transport`: each run's medians over the rounds, QUIC against TCP, the table and the JSON.
 import type { UdpIoKind } from '@quicpool/transport';
 import type { FirstResponseResult } from './first-response.js';
 import type { PingPongResult as Row } from './pingpong-harness.js';
@@ -7,9 +6,8 @@ import type { Floor } from './quic-floor.js';
 import { median } from '../report/median.js';
 import { round1, round2 } from '../report/round.js';
 
-// QUIC over TCP, CPU per round trip (client side, server side, both: `ratio`): each QUIC scenario
-// (over `io`) against TCP with as many sessions, 50x40 also against 40 sockets (the targets compare
-// with TCP-40), and 1x1 against one socket.
+// QUIC over TCP, CPU per round trip (client, server, both: `ratio`): each QUIC scenario (over `io`) against TCP with as
+// many sessions, 50x40 also against 40 sockets (the targets compare with TCP-40), and 1x1 against one socket.
 export function quicVsTcp(rows: Row[], io: UdpIoKind) {
   const row = (label: string): Row | undefined => rows.find((x) => x.label === label);
   const pairs = [['1x1', '1'], ['1x40', '40'], ['50x40', '2000'], ['50x40', '40']] as const;
@@ -22,8 +20,7 @@ export function quicVsTcp(rows: Row[], io: UdpIoKind) {
   });
 }
 
-// The figures of a row, in table order: header, decimals printed, key in the JSON line (none: the
-// table's only) and the rounding of a median over rounds (none: as the median comes).
+// A row's figures in table order: header, decimals, JSON key (none: table only), rounding of the median (none: as is).
 const COLUMNS: readonly { key: Exclude<keyof Row, 'label'>; header: string; digits: number; json?: string; round?: (x: number) => number }[] = [
   { key: 'roundTripsPerSec', header: 'rt/s', digits: 0, json: 'roundTripsPerSec', round: Math.round },
   { key: 'usPerRtClient', header: 'client µs/rt', digits: 1, json: 'usPerRtClient', round: round1 },

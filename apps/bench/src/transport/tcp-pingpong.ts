@@ -1,6 +1,4 @@
-// The TCP sides of the ping-pong: N sockets, each carrying one request at a time that the server
-// echoes, over @quicpool/transport's TCP session streams (plain net.Sockets, TCP_NODELAY on).
-// The baseline every QUIC figure is compared with.
+// The TCP sides of the ping-pong, the baseline of every QUIC figure: N sockets (TCP_NODELAY), one request at a time each.
 import type { SessionStream } from '@quicpool/transport';
 import { dialTcp, listenTcp } from '@quicpool/transport';
 import type { RoleFactory } from './pingpong-worker.js';

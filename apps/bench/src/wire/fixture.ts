@@ -1,13 +1,9 @@
 import { encodeBackend } from '@quicpool/wire';
 
-/**
- * The backend byte stream Postgres returns for the benchmark query `SELECT trunc(random() * 100)
- * FROM generate_series(1, 10)` over the simple query protocol, repeated `queries` times. Synthesized
- * with our encoder in exactly the real shapes (packages/wire/test/postgres.test.ts checks them byte
- * for byte against a real PostgreSQL): RowDescription(one float8 column "trunc", table 0, attnum 0,
- * typlen 8, typmod -1, text), 10 x DataRow("0".."99"), CommandComplete("SELECT 10"),
- * ReadyForQuery('I'). Values come from a seeded generator (xorshift32) so runs compare.
- */
+// The backend byte stream Postgres returns for the workload query over the simple query protocol, `queries`
+// times, synthesized in exactly the real shapes (packages/wire/test/postgres.test.ts checks them against a real
+// PostgreSQL): RowDescription (one float8 column "trunc"), 10 x DataRow("0".."99"), CommandComplete("SELECT 10"),
+// ReadyForQuery('I'). Values come from a seeded generator (xorshift32) so runs compare.
 export function selectTruncStream(queries: number): Buffer {
   let s = 1;
   const rand = (): number => {

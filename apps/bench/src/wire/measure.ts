@@ -1,18 +1,12 @@
 /** Timing helpers for the wire benchmark: interleaved rounds, medians. */
 import { median } from '../report/median.js';
 
-export interface Contender {
-  readonly name: string;
-  /** Decode every chunk once; returns the number of messages seen. */
-  readonly run: (chunks: readonly Buffer[]) => number;
-}
+/** `run` decodes every chunk once and returns the number of messages seen. */
+export type Contender = Readonly<{ name: string; run: (chunks: readonly Buffer[]) => number }>;
 
 export type Result = ReturnType<typeof measure>[number];
 
-/**
- * Warm every contender up, then run `rounds` rounds; in each round every contender (in rotating
- * order, so drift and noise hit all alike) decodes the stream `passes` times. Reports the median round of each.
- */
+// Warms every contender up, then `rounds` rounds of `passes` decodes each, in rotating order (drift hits all alike); medians.
 export function measure(
   contenders: readonly Contender[],
   chunks: readonly Buffer[],

@@ -1,6 +1,5 @@
-// Records the backend byte stream of the benchmark query from a real PostgreSQL, speaking only
-// through @quicpool/wire over a plain TCP socket (trust, cleartext or SCRAM-SHA-256 authentication).
-// Only the query responses are kept, exactly as the server sent them; gzipped for the repository.
+// Records the workload's backend byte stream from a real PostgreSQL through @quicpool/wire over a plain TCP socket (trust,
+// cleartext or SCRAM-SHA-256 login): only the query responses, exactly as sent, gzipped for the repository.
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -15,7 +14,6 @@ import {
 } from '@quicpool/wire';
 import type { BackendMessage, FrontendMessage } from '@quicpool/wire';
 import { WORKLOAD_SQL } from '../load/variant.js';
-
 
 /** Every backend message's bytes, as they arrive; a socket error or close ends it with an error. */
 async function* backendFrames(socket: Socket): AsyncGenerator<Buffer, never> {
