@@ -102,7 +102,7 @@ export class ClientConnection implements Waiter, ClientHandle {
   // --- the client stream -----------------------------------------------------------------------
 
   private bind(stream: SessionStream): void {
-    // A plain socket's reads skip the Readable layer (one fresh buffer per read, see clientReads).
+    // Sockets' and QUIC streams' reads skip the Readable layer (a fresh buffer per read, see clientReads).
     if (stream.readInto?.(clientReads(this.onData)) !== true) stream.on('data', this.onData);
     stream.on('end', this.onEnd);
     stream.on('error', this.onGone);

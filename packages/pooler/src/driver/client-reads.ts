@@ -1,6 +1,6 @@
-// How a client's plain socket is read (SessionStream.readInto): into fresh memory every time, since
-// the session may keep views of what it read for as long as it likes (requests queued while it
-// waits for a server, a partial message in the decoder). Unlike Node's default reads (a 64 KiB
+// How a client's socket or QUIC stream is read (SessionStream.readInto): into fresh memory every
+// time, since the session may keep views of what it read for as long as it likes (requests queued
+// while it waits for a server, a partial message in the decoder). Unlike Node's default reads (a 64 KiB
 // allocation trimmed to the bytes read, then the Readable's push and 'data'), a read goes into a
 // small slice of Node's shared Buffer pool; a read that fills its slice makes the next one large.
 import type { ReadInto } from '@quicpool/transport';
