@@ -131,7 +131,7 @@ export function answerOf(plan: ScenarioPlan, f: Readonly<Record<string, RoundSta
   const [tcp, quic] = [plan.variants[0]?.label ?? 'TCP', plan.variants[1]?.label ?? 'QUIC'];
   switch (plan.name) {
     case 'capacity':
-      return `The whole stack sustains ${n(m('tcpQps'))} q/s over TCP + TLS and ${n(m('quicQps'))} q/s over QUIC (closed loop, no added delay), against ${n(m('postgresQps'))} q/s straight to Postgres; scaled WAN ramps peak at ${PEAK_SHARE * 100}% of the lower, ${n(PEAK_SHARE * Math.min(m('tcpQps') ?? 0, m('quicQps') ?? 0))} q/s.`;
+      return `The whole stack sustains ${n(m('tcpQps'))} q/s over TCP + TLS and ${n(m('quicQps'))} q/s over QUIC (closed loop, no added delay), against ${n(m('postgresQps'))} q/s straight to Postgres; WAN ramps scaled to it peak at ${PEAK_SHARE * 100}% of the lower, ${n(PEAK_SHARE * Math.min(m('tcpQps') ?? 0, m('quicQps') ?? 0))} q/s (unless --peak or --seed-scale sets their scale).`;
     case 'original': {
       // A query costs plan.roundTripsPerQuery RTTs at best (two with prepare + execute).
       const kept = (m('quicProcessedShare') ?? 0) >= 0.99 && (m('quicFailed') ?? 1) === 0 && (m('quicPeakLatencyOverRtt') ?? Infinity) <= 1.3 * plan.roundTripsPerQuery;
