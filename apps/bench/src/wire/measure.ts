@@ -40,9 +40,16 @@ export function measure(
   });
 }
 
+/**
+ * Copies, like socket reads: each chunk is its own allocation. The short chunk goes first: pg-protocol's
+ * Parser keeps the last chunk it was given as its buffer and, when a short chunk follows a partial
+ * message, moves that message to the front of it, i.e. writes into our input (every later pass then
+ * decodes damaged bytes). Before a full chunk it allocates a buffer of its own instead.
+ */
 export function splitChunks(stream: Buffer, size: number): Buffer[] {
   const out: Buffer[] = [];
-  // Copies, like socket reads: each chunk is its own allocation.
-  for (let i = 0; i < stream.length; i += size) out.push(Buffer.from(stream.subarray(i, i + size)));
+  const first = stream.length % size;
+  if (first > 0) out.push(Buffer.from(stream.subarray(0, first)));
+  for (let i = first; i < stream.length; i += size) out.push(Buffer.from(stream.subarray(i, i + size)));
   return out;
 }
