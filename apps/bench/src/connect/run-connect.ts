@@ -270,9 +270,11 @@ export async function runConnectBench(o: ConnectBenchOptions): Promise<void> {
     out.push(`      just restarted: to the read-only daemon (quic.early_data = "read-only"); fast-started ${fastRuns.restarted} of ${o.trials}, StartupMessage in early data ${fastRuns.restartedEarly} of ${o.trials}`);
     if (path.mode === 'relay') out.push("    TCP: the relay accepts the connection locally, so TCP's own handshake round trip is not charged (a real path adds 1 RTT)");
     if (bench !== null) {
-      const f = (r: PgbenchSummary): string => `${r.tps.toFixed(0)} tps ${(r.latencyMeanMs / rttMs).toFixed(2)} RTT`;
+      // pgbench reports no tps when its logins outlast the run (-T shorter than 50 logins of ~7 RTT).
+      const f = (r: PgbenchSummary): string => (Number.isFinite(r.tps) ? `${r.tps.toFixed(0)} tps ${(r.latencyMeanMs / rttMs).toFixed(2)} RTT` : 'none: -T too short');
+      const ratio = (a: number, b: number): string => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}x` : '-');
       const row = (label: string, direct: string, agent: PgbenchSummary, base: PgbenchSummary): string =>
-        `    ${label.padEnd(40)}${direct.padStart(20)}${f(agent).padStart(22)}${(agent.tps / base.tps).toFixed(2).padStart(10)}x`;
+        `    ${label.padEnd(40)}${direct.padStart(20)}${f(agent).padStart(22)}${ratio(agent.tps, base.tps).padStart(11)}`;
       out.push('', `(a) pgbench -S, -c ${o.clients} -j 2 -T ${o.seconds}          TCP+TLS+SCRAM        agent (QUIC, cert)     ratio`);
       for (const key of ['connectPerTx', 'plain'] as const) {
         const b = bench[key];
