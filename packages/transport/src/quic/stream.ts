@@ -239,13 +239,11 @@ export class QuicSessionStream extends Duplex implements SessionStream, RecentNo
     if (this.queue.length === 0) {
       let n: number;
       try {
-        n = this.host.q.streamSend(this.id, chunk, false) ?? 0;
+        n = this.sendNow(chunk);
       } catch (err) {
         cb(this.sendError(err));
         return;
       }
-      if (n > 0) this.markSent();
-      this.host.markDirty();
       if (n === chunk.length) {
         cb();
         return;
@@ -265,20 +263,24 @@ export class QuicSessionStream extends Duplex implements SessionStream, RecentNo
    */
   writeChunk(chunk: Buffer): boolean {
     if (this.queue.length === 0 && this.writableLength === 0 && !this.writableEnded && !this.destroyed) {
-      let n = 0;
+      let n: number;
       try {
-        n = this.host.q.streamSend(this.id, chunk, false) ?? 0;
+        n = this.sendNow(chunk);
       } catch {
         return this.write(chunk); // write() fails the same way and reports it
-      }
-      if (n > 0) {
-        this.markSent();
-        this.host.markDirty();
       }
       if (n === chunk.length) return true;
       chunk = chunk.subarray(n);
     }
     return this.write(chunk);
+  }
+
+  /** Hands quiche what it takes of `chunk` now (it copies it) and returns how much; throws quiche's error. */
+  private sendNow(chunk: Uint8Array): number {
+    const n = this.host.q.streamSend(this.id, chunk, false) ?? 0;
+    if (n > 0) this.markSent();
+    this.host.markDirty();
+    return n;
   }
 
   override _final(cb: (err?: Error | null) => void): void {
