@@ -110,7 +110,7 @@ function fromServer(b, n) {
   while (i < n) {
     if (b.left > 0) {
       const take = Math.min(b.left, n - i);
-      if (b.type === 90 && take > 0) lastStatus = buf[i + take - 1];
+      if (b.type === 90) lastStatus = buf[i + take - 1];
       b.left -= take;
       i += take;
       continue;

@@ -152,8 +152,13 @@ export class QuicSessionStream extends Duplex implements SessionStream, RecentNo
   readInto(target: ReadInto): boolean {
     if (this.target !== null || this.readEnded || this.destroyed || this.listenerCount('data') > 0) return false;
     this.target = target;
-    if (this.readableLength > 0) process.nextTick(() => this.deliverBuffered());
+    this.deliverBufferedSoon();
     return true;
+  }
+
+  /** What the Readable holds goes to the consumer on the next tick, as 'data' would. */
+  private deliverBufferedSoon(): void {
+    if (this.readableLength > 0) process.nextTick(() => this.deliverBuffered());
   }
 
   /** Hands what the Readable holds to the consumer (the bytes read before `readInto`). */
@@ -180,7 +185,7 @@ export class QuicSessionStream extends Duplex implements SessionStream, RecentNo
   override resume(): this {
     if (this.target === null) return super.resume();
     this._read();
-    if (this.readableLength > 0) process.nextTick(() => this.deliverBuffered());
+    this.deliverBufferedSoon();
     return this;
   }
 
