@@ -74,18 +74,26 @@ export interface PoolerOptions {
    * connections).
    */
   readonly workers?: number;
+  /**
+   * A transaction of one plain Query in transaction pooling goes from the client's read to the
+   * server and back without the session machine's events (driver/plain-lane.md). Default true,
+   * unless the environment says QUICPOOL_PLAIN_LANE=0; false sends every message through the
+   * machine (for comparisons, or should the lane ever be suspected).
+   */
+  readonly plainLane?: boolean;
 }
 
 function makeCores(config: ResolvedPoolerConfig, clock: Clock, o: PoolerOptions): PoolerCore[] {
+  const lane = o.plainLane ?? process.env['QUICPOOL_PLAIN_LANE'] !== '0';
   if (o.worker !== undefined) {
     if (o.workers !== undefined && o.workers !== 1) throw new RangeError('worker and workers exclude each other');
-    return [new PoolerCore(config, clock, o.worker)];
+    return [new PoolerCore(config, clock, o.worker, lane)];
   }
   const count = o.workers ?? 1;
-  if (count === 1) return [new PoolerCore(config, clock)];
+  if (count === 1) return [new PoolerCore(config, clock, null, lane)];
   const shared = SharedCounts.allocate(count) as SharedArrayBuffer;
   const groupId = randomUUID();
-  const cores = Array.from({ length: count }, (_, index) => new PoolerCore(config, clock, { index, count, shared, groupId }));
+  const cores = Array.from({ length: count }, (_, index) => new PoolerCore(config, clock, { index, count, shared, groupId }, lane));
   // One set of listeners for all: an observer sees every core's events.
   for (const c of cores.slice(1)) c.events = cores[0]!.events;
   return cores;

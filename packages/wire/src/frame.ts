@@ -132,6 +132,15 @@ export class Framer {
     }
   }
 
+  /**
+   * The owner handled `length` received bytes itself, whole messages at a boundary (nothing is
+   * buffered here): they count in the stream offsets that errors report, as if pushed and drained.
+   */
+  skip(length: number): void {
+    if (this.bufferedBytes !== 0) throw new Error('skip() with a partially received message buffered');
+    this.bufOffset += length;
+  }
+
   /** When `buf` is used up, move on to the next queued chunk; false if none. */
   private shiftQueued(): boolean {
     const next = this.queued.shift();

@@ -95,10 +95,13 @@ export async function startDaemon(o: DaemonOptions) {
   writeFileSync(configFile, daemonConfig(o), { mode: 0o600 });
   const flags = o.nodeFlags ?? [];
   const start = ['start', '--config', configFile];
-  // This workspace's daemon runs as an installed `quicpool` does (bin/quicpool: its V8 settings, the `node` on
-  // PATH, made ours; flags through QUICPOOL_NODE_FLAGS); another build's dist/cli.js runs under this node.
-  const argv = o.cli === undefined ? [daemonCli(), ...start] : [process.execPath, ...flags, o.cli, ...start];
-  const env = o.cli !== undefined ? process.env : {
+  // A daemon runs as an installed `quicpool` does (bin/quicpool: its V8 settings, the `node` on PATH, made
+  // ours; flags through QUICPOOL_NODE_FLAGS): this workspace's, and another build's dist/cli.js through the
+  // bin/quicpool beside it (an A/B of two builds is of the code alone); any other script runs under this node.
+  const bin = o.cli === undefined ? daemonCli() : join(dirname(o.cli), '..', 'bin', 'quicpool');
+  const script = o.cli !== undefined && !(o.cli.endsWith(join('dist', 'cli.js')) && existsSync(bin)) ? o.cli : null;
+  const argv = script === null ? [bin, ...start] : [process.execPath, ...flags, script, ...start];
+  const env = script !== null ? process.env : {
     ...process.env,
     PATH: [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter),
     ...(flags.length > 0 ? { QUICPOOL_NODE_FLAGS: flags.join(' ') } : {}),

@@ -12,6 +12,7 @@ import { ROLE_PARAMETERS, roleFromParameters } from './server-role.js';
 import type { ServerRole } from './server-role.js';
 import { ServerSessionState } from './session-state.js';
 import type { Link, Waiter } from './link.js';
+import { isPlainAnswer } from './plain-answer.js';
 
 export type BackendState =
   /** In the pool, free. */
@@ -115,10 +116,9 @@ export class Backend {
     return this.writer.write(bytes);
   }
 
-  /** The pooler's own queries (rollback, reset, health check): written at once, after anything collected. */
+  /** Written at once, after anything collected (the pooler's own queries, the plain lane's). */
   writeNow(bytes: Buffer): boolean {
-    this.writer.flush();
-    return this.stream.write(bytes);
+    return this.writer.writeNow(bytes);
   }
 
   /** Stop reading the server until `resume()` (its client is not reading). */
@@ -179,11 +179,20 @@ export class Backend {
     let unreferenced = false;
     this.batcher.beginCycle();
     try {
-      this.onData(chunk, length);
+      if (!this.plainAnswer(chunk, length)) this.onData(chunk, length);
     } finally {
       unreferenced = this.batcher.endCycle();
     }
     if (!unreferenced || this.decoder.bufferedBytes > 0) input.retain();
+  }
+
+  /** A whole answer its client only forwards, ending in ReadyForQuery 'I': the client may take it at once (see Waiter.plainAnswer). */
+  private plainAnswer(chunk: Buffer, length: number): boolean {
+    if (this.state !== 'active' || this.decoder.bufferedBytes !== 0) return false;
+    const client = this.link?.client;
+    if (client?.plainAnswer === undefined || !isPlainAnswer(chunk, length) || !client.plainAnswer(chunk, length)) return false;
+    this.decoder.skip(length);
+    return true;
   }
 
   private onData(chunk: Buffer, length: number = chunk.length): void {

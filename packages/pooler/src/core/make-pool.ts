@@ -10,7 +10,7 @@ import { describeServer } from '../backend/dial.js';
 import type { ServerAddress } from '../backend/dial.js';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { Pool } from '../pool/pool.js';
-import type { PoolDependencies, PoolUpstreamEvent, TransactionServed } from '../pool/pool.js';
+import type { PoolDependencies, PoolUpstreamEvent } from '../pool/pool.js';
 import type { Clock } from '../runtime/clock.js';
 import type { WriteBatcher } from '../runtime/write-batcher.js';
 import { HostChoice } from '../upstream/host-choice.js';
@@ -22,7 +22,7 @@ export interface PoolSurroundings {
   readonly batcher: WriteBatcher;
   /** Per pool key: SCRAM keys a client's proof revealed (users without a server password). */
   readonly scramKeys: ReadonlyMap<string, ScramKeys>;
-  readonly served: (pool: Pool, t: TransactionServed) => void;
+  readonly served: NonNullable<PoolDependencies['served']>;
   readonly upstream: (pool: Pool, e: PoolUpstreamEvent) => void;
   /** A server connection reported a new role for `server` (every pool drops its idle ones there). */
   readonly serverRoleChanged: (server: ServerAddress) => void;

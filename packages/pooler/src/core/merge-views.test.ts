@@ -4,7 +4,7 @@ import { mergeViews } from './merge-views.js';
 
 const pool = (database: string, n: number, extra: Partial<PoolRow> = {}): PoolRow => ({
   database, user: 'u', poolMode: 'transaction', virtual: false, paused: false, clients: n, idle: n, active: n, resetting: n, connecting: n,
-  waiting: n, connectsTotal: n, closedTotal: n, waitTimeoutsTotal: n, maxWaitMs: n, xactCountTotal: n, xactTimeMsTotal: n, waitTimeMsTotal: n,
+  waiting: n, connectsTotal: n, closedTotal: n, waitTimeoutsTotal: n, maxWaitMs: n, xactCountTotal: n, xactTimeMsTotal: n, waitTimeMsTotal: n, plainXactCountTotal: n,
   queryCountTotal: n, queryTimeUsTotal: n, receivedBytesTotal: n, sentBytesTotal: n, serverHost: 'h:5432', serverDown: false, ...extra,
 });
 const view = (pools: PoolRow[], n: number): PoolerView => ({

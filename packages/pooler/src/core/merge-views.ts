@@ -32,7 +32,7 @@ const sum = <T>(xs: readonly T[], f: (x: T) => number): number => xs.reduce((n, 
 /** The counters and totals of a pool row that add up over workers. */
 const SUMMED = [
   'clients', 'idle', 'active', 'resetting', 'connecting', 'waiting', 'connectsTotal', 'closedTotal', 'waitTimeoutsTotal',
-  'xactCountTotal', 'xactTimeMsTotal', 'waitTimeMsTotal', 'queryCountTotal', 'queryTimeUsTotal', 'receivedBytesTotal', 'sentBytesTotal',
+  'xactCountTotal', 'xactTimeMsTotal', 'waitTimeMsTotal', 'plainXactCountTotal', 'queryCountTotal', 'queryTimeUsTotal', 'receivedBytesTotal', 'sentBytesTotal',
 ] as const satisfies readonly (keyof PoolRow)[];
 
 function addPools(a: PoolRow, b: PoolRow): PoolRow {

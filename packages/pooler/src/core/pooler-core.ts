@@ -9,7 +9,7 @@ import type { ScramKeys } from '../auth/scram.js';
 import { Cancels } from '../cancel/cancels.js';
 import type { ResolvedPoolerConfig } from '../config/pooler-config.js';
 import { Pool } from '../pool/pool.js';
-import type { PoolUpstreamEvent, TransactionServed } from '../pool/pool.js';
+import type { PoolUpstreamEvent, Waiter } from '../pool/pool.js';
 import type { CancelKey, Refusal, SessionContext } from '../session/types.js';
 import { CycleClock } from '../runtime/clock.js';
 import type { Clock } from '../runtime/clock.js';
@@ -43,7 +43,6 @@ export interface VirtualDatabase {
   /** Serve one new connection to it: `stream` carries protocol 3 from the pool's login on. */
   serve(stream: SessionStream): void;
 }
-
 
 const poolKey = (database: string, user: string): string => `${database}\0${user}`;
 
@@ -92,6 +91,8 @@ export class PoolerCore {
     private current: ResolvedPoolerConfig,
     clock: Clock,
     worker: PoolerWorker | null = null,
+    /** Plain transactions skip the session machine's events (PoolerOptions.plainLane). */
+    readonly plainLane = true,
   ) {
     this.workerIndex = worker?.index ?? 0;
     const workers = worker?.count ?? 1;
@@ -108,7 +109,7 @@ export class PoolerCore {
       clock: this.clock,
       batcher: this.batcher,
       scramKeys: this.scramKeys,
-      served: (p, t) => this.served(p, t),
+      served: (p, w, waitMs, xactMs) => this.served(p, w, waitMs, xactMs),
       upstream: (p, e) => this.upstreamEvent(p, e),
       serverRoleChanged: (server) => {
         for (const p of this.pools.values()) p.dropIdleOf(server);
@@ -265,7 +266,7 @@ export class PoolerCore {
     for (const l of this.events.upstream) l(event);
   }
 
-  private served(pool: Pool, { waiter, waitMs, xactMs }: TransactionServed): void {
+  private served(pool: Pool, waiter: Waiter, waitMs: number, xactMs: number): void {
     if (this.pauseState.waiting && this.activeServers() === 0) this.pauseState.quiet();
     if (this.events.transaction.size === 0) return; // no event built when nobody listens
     const transport = (waiter as Partial<ClientHandle>).info?.kind ?? 'memory';

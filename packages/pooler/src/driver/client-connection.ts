@@ -3,7 +3,7 @@
 // and the clock. It keeps I/O handles only (the stream and its writer, the attached backend, the
 // pool, its timers (session-timers.ts), read pauses) plus the traffic counted for the pool
 // (traffic.ts); every decision and every fact about the session comes from the machine.
-import { decodeStartupPacket, encodeFrontend, FrontendDecoder, MessageType, ProtocolError, SQLSTATE } from '@quicpool/wire';
+import { bufferView, decodeStartupPacket, encodeFrontend, FrontendDecoder, MessageType, ProtocolError, SQLSTATE } from '@quicpool/wire';
 import type { RawMessage } from '@quicpool/wire';
 import { upgradeToTls } from '@quicpool/transport';
 import type { SessionInfo, SessionStream } from '@quicpool/transport';
@@ -22,6 +22,7 @@ import type { ClientRow } from '../core/view.js';
 import type { BatchedWriter } from '../runtime/write-batcher.js';
 import type { Pool } from '../pool/pool.js';
 import { ClientSession } from '../session/client-session.js';
+import { CLEAN_RELEASE } from '../session/transaction.js';
 import type { CancelKey, EncodedError, SessionAction, SessionEvent } from '../session/types.js';
 
 /** A client that does not read after we ended its stream is cut off after this long. */
@@ -144,6 +145,7 @@ export class ClientConnection implements Waiter, ClientHandle {
 
   private onInput(chunk: Buffer, length: number): void {
     this.traffic.receivedBytes += length;
+    if (this.plainQuery(chunk, length)) return;
     try {
       this.decoder.push(chunk, length);
       this.drain();
@@ -180,6 +182,51 @@ export class ClientConnection implements Waiter, ClientHandle {
     });
   }
 
+  // --- the plain lane (plain-lane.md) ----------------------------------------------------------
+
+  /**
+   * `chunk[0, length)` is one whole Query, and the session, idle, holds it for a backend with
+   * nothing to decide yet: the pool is asked for one at once, as the session's actions would.
+   * Else false, with nothing done.
+   */
+  private plainQuery(chunk: Buffer, length: number): boolean {
+    const pool = this.pool;
+    if (pool === null || !this.core.plainLane || this.paused !== 0 || this.ended || this.events.busy || chunk[0] !== MessageType.Query || length < 6 || this.decoder.bufferedBytes !== 0) return false;
+    const size = (chunk[1]! << 24) | (chunk[2]! << 16) | (chunk[3]! << 8) | chunk[4]!;
+    if (size + 1 !== length || size > this.core.config.maxMessageSize) return false;
+    if (!this.session.plainHold(length === chunk.length ? chunk : chunk.subarray(0, length))) return false;
+    this.decoder.skip(length);
+    this.timers.set('clientIdle', false);
+    return this.requestBackend(pool);
+  }
+
+  /** The backend `b` for a session holding one Query that goes to it unchanged: sent at once, as the session's actions would. */
+  private plainAttach(b: Backend): boolean {
+    const query = this.events.busy || !this.core.plainLane ? null : this.session.plainAttach(b);
+    if (query === null) return false;
+    this.traffic.requestsOut(true, this.core.clock.now());
+    this.timers.set('query', true);
+    this.toBackend(b, query, true);
+    return true;
+  }
+
+  plainAnswer(chunk: Buffer, length: number): boolean {
+    const b = this.backend;
+    const pool = this.pool;
+    if (b === null || pool === null || this.events.busy || !this.core.plainLane || !this.session.plainAnswered()) return false;
+    this.traffic.requestsOut(false, this.core.clock.now());
+    this.timers.set('query', false);
+    this.toClient(length === chunk.length ? chunk : bufferView(chunk, 0, length), true);
+    this.backend = null;
+    this.resumeBackend();
+    this.resume(PAUSED_BACKEND_FULL);
+    this.traffic.plainXacts++;
+    this.traffic.report(pool, this.session.queriesAnswered);
+    pool.release(b, CLEAN_RELEASE);
+    this.timers.set('clientIdle', true);
+    return true;
+  }
+
   // --- the machine -----------------------------------------------------------------------------
 
   /** Events are handled one at a time, in order, even when an action causes another event. */
@@ -191,15 +238,9 @@ export class ClientConnection implements Waiter, ClientHandle {
     switch (a.type) {
       case 'sendToClient':
         return this.toClient(a.bytes);
-      case 'sendToBackend': {
-        const b = this.backend;
-        if (b === null) return;
-        if (!b.write(a.bytes) && (this.paused & PAUSED_BACKEND_FULL) === 0) {
-          this.pause(PAUSED_BACKEND_FULL);
-          b.onceWritable(() => this.resume(PAUSED_BACKEND_FULL));
-        }
+      case 'sendToBackend':
+        if (this.backend !== null) this.toBackend(this.backend, a.bytes);
         return;
-      }
       case 'endBackend':
         this.backend?.finish();
         return;
@@ -219,12 +260,7 @@ export class ClientConnection implements Waiter, ClientHandle {
       case 'protocolViolation':
         return this.core.emit({ ...a, info: this.stream.info, database: this.session.database, user: this.session.user });
       case 'requestBackend':
-        if (this.pool === null) return;
-        this.pool.acquire(this);
-        // Only a real wait with much queued pauses the client (see WAITING_PAUSE_BYTES; onData checks again).
-        // A backend handed over at once is already here (its attach event is queued behind this
-        // action, so the phase still says 'waiting'): pausing now would never be undone.
-        if (this.backend === null && this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
+        if (this.pool !== null) this.requestBackend(this.pool);
         return;
       case 'withdrawRequest':
         this.pool?.withdraw(this);
@@ -287,12 +323,12 @@ export class ClientConnection implements Waiter, ClientHandle {
   onBackend(b: Backend): void {
     if (this.ended) {
       // Lost the race with our own end: give it straight back, untouched.
-      this.pool?.release(b, { status: 'I', busy: false, dirty: false });
+      this.pool?.release(b, CLEAN_RELEASE);
       return;
     }
     this.backend = b;
     this.resume(PAUSED_WAITING);
-    this.dispatch({ type: 'backendAttached', backend: b });
+    if (!this.plainAttach(b)) this.dispatch({ type: 'backendAttached', backend: b });
   }
 
   onError(error: EncodedError): void {
@@ -312,9 +348,26 @@ export class ClientConnection implements Waiter, ClientHandle {
     this.toClient(messages);
   }
 
-  private toClient(bytes: Buffer): void {
+  private requestBackend(pool: Pool): true {
+    pool.acquire(this);
+    // Only a real wait with much queued pauses the client (see WAITING_PAUSE_BYTES; onData checks again).
+    // A backend handed over at once is already here (its attach event may be queued behind this
+    // action, so the phase still says 'waiting'): pausing now would never be undone.
+    if (this.backend === null && this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
+    return true;
+  }
+
+  /** `now`: written at once rather than at the end of the read (the plain lane: nothing else goes there in it). */
+  private toBackend(b: Backend, bytes: Buffer, now = false): void {
+    if (!(now ? b.writeNow(bytes) : b.write(bytes)) && (this.paused & PAUSED_BACKEND_FULL) === 0) {
+      this.pause(PAUSED_BACKEND_FULL);
+      b.onceWritable(() => this.resume(PAUSED_BACKEND_FULL));
+    }
+  }
+
+  private toClient(bytes: Buffer, now = false): void {
     this.traffic.sentBytes += bytes.length;
-    if (!this.writer.write(bytes) && this.backend !== null && this.backendPaused === null) {
+    if (!(now ? this.writer.writeNow(bytes) : this.writer.write(bytes)) && this.backend !== null && this.backendPaused === null) {
       // Backpressure: stop reading the server until the client catches up.
       const b = this.backend;
       this.backendPaused = b;

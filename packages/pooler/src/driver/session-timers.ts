@@ -16,15 +16,15 @@ export class SessionTimers {
   ) {}
 
   set(timer: SessionTimer, armed: boolean): void {
+    const ms = armed && !this.stopped ? limitOf(this.config(), timer) : 0;
     // Most timers are off (0 ms) and were never armed: nothing to clear, nothing to arm.
-    if (this.timers.size === 0 && !armed) return;
+    if (this.timers.size === 0 && ms <= 0) return;
     const old = this.timers.get(timer);
     if (old !== undefined) {
       this.clock.clearTimer(old);
       this.timers.delete(timer);
     }
-    const ms = limitOf(this.config(), timer);
-    if (!armed || ms <= 0 || this.stopped) return;
+    if (ms <= 0) return;
     this.timers.set(timer, this.clock.setTimer(() => {
       this.timers.delete(timer);
       this.fire(timer);

@@ -6,6 +6,8 @@ import type { Pool } from '../pool/pool.js';
 export class Traffic {
   receivedBytes = 0;
   sentBytes = 0;
+  /** Transactions the plain lane carried (plain-lane.md). */
+  plainXacts = 0;
   private queriesCounted = 0;
   private queryMs = 0;
   /** Clock time requests went out, else -1. */
@@ -23,7 +25,8 @@ export class Traffic {
 
   /** Adds what came since the last report to `pool`'s totals; `queriesAnswered` counts from the session's start. */
   report(pool: Pool, queriesAnswered: number): void {
-    pool.addTraffic(queriesAnswered - this.queriesCounted, this.queryMs * 1000, this.receivedBytes, this.sentBytes);
+    pool.addTraffic(queriesAnswered - this.queriesCounted, this.queryMs * 1000, this.receivedBytes, this.sentBytes, this.plainXacts);
+    this.plainXacts = 0;
     this.queriesCounted = queriesAnswered;
     this.queryMs = 0;
     this.receivedBytes = 0;

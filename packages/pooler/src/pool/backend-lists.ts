@@ -23,6 +23,8 @@ export class BackendLists {
 
   /** The one place a backend changes state: it leaves its old list and joins the new one. */
   move(b: Backend, state: BackendState): void {
+    // Handed straight from one client to the next: it stays where it is (idle ones go to the end: LIFO).
+    if (state === b.state && (state === 'active' || state === 'resetting')) return;
     switch (b.state) {
       case 'idle': {
         // LIFO: the backend taken is nearly always the last one.

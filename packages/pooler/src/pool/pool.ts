@@ -37,7 +37,7 @@ import { poolStats, serverRows } from './views.js';
 import { WaitQueue } from './wait-queue.js';
 
 export type { Waiter } from '../backend/link.js';
-export type { PoolDependencies, PoolStats, PoolUpstreamEvent, ReleaseFacts, ServerRow, ServerState, TransactionServed } from './types.js';
+export type { PoolDependencies, PoolStats, PoolUpstreamEvent, ReleaseFacts, ServerRow, ServerState } from './types.js';
 export { IDLE_BEFORE_GIVING_MS } from './idle-giving.js';
 
 export class Pool implements BudgetedPool {
@@ -152,8 +152,8 @@ export class Pool implements BudgetedPool {
   }
 
   /** A client's traffic since it last reported (its driver reports once per transaction and at close). */
-  addTraffic(queries: number, queryTimeUs: number, receivedBytes: number, sentBytes: number): void {
-    this.totals.traffic(queries, queryTimeUs, receivedBytes, sentBytes);
+  addTraffic(queries: number, queryTimeUs: number, receivedBytes: number, sentBytes: number, plainXacts: number): void {
+    this.totals.traffic(queries, queryTimeUs, receivedBytes, sentBytes, plainXacts);
   }
 
   /** The real server's reported parameters, from this pool's first backend (cached). */
@@ -249,7 +249,7 @@ export class Pool implements BudgetedPool {
     b.link = null;
     const xactMs = now - link.since;
     this.totals.transaction(xactMs, link.waitMs);
-    this.deps.served?.(this, { waiter: link.client, waitMs: link.waitMs, xactMs });
+    this.deps.served?.(this, link.client, link.waitMs, xactMs);
   }
 
   /** Closes idle backends now; active ones are closed as they are released. */

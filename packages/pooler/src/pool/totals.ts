@@ -6,6 +6,8 @@ export class PoolTotals {
   xactTimeMs = 0;
   /** Of those handed out, the time clients waited for them (ms). */
   waitTimeMs = 0;
+  /** Of those, the ones the plain lane carried (driver/plain-lane.md). */
+  plainXactCount = 0;
   /** Server connections opened (attempts). */
   connects = 0;
   /** Requests answered with ReadyForQuery, and the time they ran (µs). */
@@ -22,7 +24,8 @@ export class PoolTotals {
   }
 
   /** A client's traffic since it last reported. */
-  traffic(queries: number, queryTimeUs: number, receivedBytes: number, sentBytes: number): void {
+  traffic(queries: number, queryTimeUs: number, receivedBytes: number, sentBytes: number, plainXacts: number): void {
+    this.plainXactCount += plainXacts;
     this.queryCount += queries;
     this.queryTimeUs += queryTimeUs;
     this.receivedBytes += receivedBytes;

@@ -1,4 +1,4 @@
-// What a pool shows (PoolStats, ServerRow), tells (PoolUpstreamEvent, TransactionServed), takes
+// What a pool shows (PoolStats, ServerRow), tells (PoolUpstreamEvent, served), takes
 // (ReleaseFacts) and needs (PoolDependencies).
 import type { SessionInfo } from '@quicpool/transport';
 import type { TransactionStatus } from '@quicpool/wire';
@@ -29,6 +29,8 @@ export interface PoolStats {
   readonly xactTimeMsTotal: number;
   /** Of those handed out, the time clients waited for them (ms; 0 for one served at once). */
   readonly waitTimeMsTotal: number;
+  /** Of those transactions, the ones the plain lane carried (driver/plain-lane.md). */
+  readonly plainXactCountTotal: number;
   /** Requests (Query, Sync, FunctionCall) answered with ReadyForQuery, since the pool was made. */
   readonly queryCountTotal: number;
   /** Time those requests ran (from the first request of a batch out to the ReadyForQuery that ends it), µs. */
@@ -53,22 +55,17 @@ export type PoolUpstreamEvent =
   /** The pool logs in to another host now (target_session_attrs, failover). */
   | { readonly type: 'hostChanged'; readonly from: string; readonly to: string; readonly why: string };
 
-/** One backend handed to a client and given back: what it cost. */
-export interface TransactionServed {
-  readonly waiter: Waiter;
-  /** Time the client waited for the backend (ms). */
-  readonly waitMs: number;
-  /** Time the client held it (ms). */
-  readonly xactMs: number;
-}
 
 export interface PoolDependencies {
   readonly clock: Clock;
   readonly connect: (login: BackendLogin) => Promise<BackendConnection>;
   /** The pooler's write batcher: every backend's writer collects through it. */
   readonly batcher: WriteBatcher;
-  /** A backend came back from its client (for metrics); absent: nobody listens. */
-  readonly served?: (pool: Pool, t: TransactionServed) => void;
+  /**
+   * A backend came back from `waiter`, which had waited `waitMs` for it and held it `xactMs` (for
+   * metrics; positional: nothing allocated per transaction); absent: nobody listens.
+   */
+  readonly served?: (pool: Pool, waiter: Waiter, waitMs: number, xactMs: number) => void;
   /**
    * The daemon-wide server budget (several workers, or a daemon-wide limit), made for this pool;
    * absent: the pool alone counts its connections against poolSize.

@@ -35,6 +35,7 @@ export function poolStats(lists: BackendLists, waits: WaitQueue, totals: PoolTot
     xactCountTotal: totals.xactCount,
     xactTimeMsTotal: totals.xactTimeMs,
     waitTimeMsTotal: totals.waitTimeMs,
+    plainXactCountTotal: totals.plainXactCount,
     queryCountTotal: totals.queryCount,
     queryTimeUsTotal: Math.round(totals.queryTimeUs),
     receivedBytesTotal: totals.receivedBytes,

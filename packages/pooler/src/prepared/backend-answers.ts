@@ -68,6 +68,11 @@ export abstract class BackendAnswers {
   /** A CommandComplete whose tag begins with D (DEALLOCATE ALL / DISCARD ALL forget every statement). */
   protected abstract watchTag(bytes: Buffer): void;
 
+  /** A statement Describe is half answered (its ParameterDescription came, its row part not yet). */
+  protected get describing(): boolean {
+    return this.parameterDescription !== null;
+  }
+
   /** A message from the attached backend. */
   backend(type: number, bytes: Buffer): void {
     const e = this.queue[this.head];

@@ -163,6 +163,25 @@ export class BatchedWriter {
     return !this.full;
   }
 
+  /**
+   * `bytes` leave now, as write() and flush() would send them (after anything collected), without
+   * waiting for the end of the cycle (the plain lane: one write per stream and read anyway).
+   */
+  writeNow(bytes: Buffer): boolean {
+    if (this.runFirst !== null || this.ended) {
+      this.write(bytes);
+      this.flush();
+      return !this.full;
+    }
+    if (bytes.length <= COPY_AT_MOST && this.holds()) {
+      this.accepted(this.put(Buffer.from(bytes)));
+    } else {
+      this.accepted(this.put(bytes));
+      if (this.holds()) this.batcher.kept = true;
+    }
+    return !this.full;
+  }
+
   /** Writes whatever was collected now (before TLS, end() or destroy()). */
   flush(): void {
     const run = this.runFirst;

@@ -12,6 +12,8 @@ import { StatementRouter } from '../prepared/statement-router.js';
 import { BackendStatements } from '../prepared/statement-cache.js';
 import { ParameterSync, refusedParameter, resetsParameters } from './parameter-sync.js';
 import { sessionLooksAt } from './pass-through.js';
+import { sessionStateChange } from './session-state-change.js';
+import { startsWithD } from '../prepared/deallocate.js';
 import { SessionStateGuard } from './session-policy.js';
 import { EarlyDataGate } from './early-data.js';
 import { CLIENT_IDLE_OFF, CLIENT_IDLE_ON, CLOSE, END_BACKEND, IDLE_IN_TRANSACTION_OFF, LOGGED_IN, QUERY_OFF, READY_IDLE, REQUEST_BACKEND, WITHDRAW_REQUEST } from './actions.js';
@@ -278,7 +280,7 @@ export class ClientSession implements StartupOwner {
     this.backendEnding = false;
     this.phase = 'attached';
     this.tx.attached(this.ctx.poolMode === 'session' || this.stateGuard.pinnedBy !== null);
-    if (this.router !== null) this.router.attach((b.sessionState.statements ??= new BackendStatements(this.ctx.preparedStatementCacheSize ?? 1000)));
+    if (this.router !== null) this.router.attach(this.statementsOn(b));
     const set = this.parameters.applyTo(b);
     if (set !== null) {
       // The client's tracked parameters, SET where this backend differs; the answers are swallowed.
@@ -289,6 +291,64 @@ export class ClientSession implements StartupOwner {
   }
 
   private readonly forwardHeld = (bytes: Buffer): void => this.forward(bytes[0]!, bytes);
+
+  /** The statements prepared on `b` (made at a routing session's first attach there). */
+  private statementsOn(b: AttachedBackend): BackendStatements {
+    return (b.sessionState.statements ??= new BackendStatements(this.ctx.preparedStatementCacheSize ?? 1000));
+  }
+
+  // --- the plain lane (driver/plain-lane.md): the same steps as above and below, without events --
+
+  /**
+   * A whole Query from the client while idle, no backend attached: can it wait for one as
+   * onIdleMessage would have it wait, with nothing to decide now (transaction pooling, nothing
+   * held or being answered by the pooler, no early-data policy)? Then it is held (see plainAttach).
+   */
+  plainHold(query: Buffer): boolean {
+    if (this.phase !== 'idle' || this.router === null || !this.idleAnswers!.empty || this.held.bytes !== 0 || this.early.guards || this.closeWhenAnswered) return false;
+    this.held.hold(query);
+    this.phase = 'waiting';
+    return true;
+  }
+
+  /**
+   * A backend for a session that waits with one Query held. When onAttached and forward would
+   * send it to `b` unchanged and alone (`b` already has the client's parameters, the statement
+   * leaves no session state and is no DEALLOCATE), the session is attached as they would leave
+   * it, and the Query returned for the driver to send; else null, with nothing changed.
+   */
+  plainAttach(b: AttachedBackend): Buffer | null {
+    const query = this.held.lone;
+    const router = this.router;
+    if (this.phase !== 'waiting' || query === undefined || query[0] !== MessageType.Query || router === null || this.early.guards || this.stateGuard.pinnedBy !== null) return null;
+    if (this.closeAfterRelease || this.tx.status !== 'I' || !this.parameters.matches(b) || startsWithD(query) || sessionStateChange(MessageType.Query, query) !== null) return null;
+    this.backend = b;
+    this.backendEnding = false;
+    this.phase = 'attached';
+    this.held.dropWaiting();
+    this.tx.attached(false);
+    this.tx.plainQuery();
+    router.attach(this.statementsOn(b));
+    router.plainQuery();
+    return query;
+  }
+
+  /**
+   * The backend answered with messages the session only forwards, ending in ReadyForQuery 'I'.
+   * When that answer is all it owed (one request out, nothing else pending), true: the session
+   * is idle again, its backend to be released clean, as deliver() and release() would leave it.
+   * Else false, with nothing changed.
+   */
+  plainAnswered(): boolean {
+    const router = this.router;
+    if (this.phase !== 'attached' || router === null || !this.tx.plainOutstanding || !router.plainAnswerNext || this.stateGuard.pinnedBy !== null || this.closeAfterRelease || this.closeWhenAnswered) return false;
+    this.tx.plainReady();
+    this.backend = null;
+    this.tx.detached();
+    router.detach(false);
+    this.phase = 'idle';
+    return true;
+  }
 
   // --- backend messages ------------------------------------------------------------------------
 

@@ -25,6 +25,17 @@ export class HeldMessages {
     return this.early.length > 0;
   }
 
+  /** The one message held, when exactly one waits for a backend and none for the confirmation. */
+  get lone(): Buffer | undefined {
+    return this.waiting.length === 1 && this.early.length === 0 ? this.waiting[0] : undefined;
+  }
+
+  /** Forgets the messages waiting for a backend (they were sent). */
+  dropWaiting(): void {
+    while (this.waiting.length > 0) this.waiting.pop();
+    this.waitingBytes = 0;
+  }
+
   /** A message that waits for a backend. */
   hold(bytes: Buffer): void {
     this.waiting.push(bytes);

@@ -43,6 +43,11 @@ export class IdleAnswers {
     private readonly send: (bytes: Buffer) => void,
   ) {}
 
+  /** No group is being collected. */
+  get empty(): boolean {
+    return this.group.length === 0;
+  }
+
   /** A client message while no backend is attached; `scope` is the client's search_path. */
   offer(type: number, bytes: Buffer, scope: string, status: TransactionStatus, held: HeldMessages): Offer {
     if (type === MessageType.Sync) {

@@ -46,6 +46,12 @@ export class ParameterSync {
     if (name !== undefined) this.set(name, p.value);
   }
 
+  /** `b` is known to have the client's values already (applyTo would return null and change nothing). */
+  matches(b: AttachedBackend): boolean {
+    const memo = b.sessionState.trackedMatch;
+    return memo.signature === this.signature() && memo.version === b.parametersVersion;
+  }
+
   /** The Query that SETs the client's values where `b` differs, or null when it matches already. */
   applyTo(b: AttachedBackend): Buffer | null {
     const sig = this.signature();

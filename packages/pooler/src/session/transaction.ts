@@ -11,7 +11,7 @@ import type { ReleaseFacts, SessionAction } from './types.js';
 const EXTENDED = new Set<number>([MessageType.Parse, MessageType.Bind, MessageType.Describe, MessageType.Execute, MessageType.Close, MessageType.Flush]);
 
 /** The release of a clean backend (the common case), shared. */
-const CLEAN_RELEASE: ReleaseFacts = { status: 'I', busy: false, dirty: false };
+export const CLEAN_RELEASE: ReleaseFacts = { status: 'I', busy: false, dirty: false };
 
 export type ReadyOutcome =
   /** Not a valid ReadyForQuery. */
@@ -172,6 +172,27 @@ export class TransactionTracker {
     this.emit(QUERY_OFF);
     if (status !== 'I') this.emit(IDLE_IN_TRANSACTION_ON);
     return 'settled';
+  }
+
+  /**
+   * The plain lane (driver/plain-lane.md): a lone Query goes out on a backend just attached, idle.
+   * What forwarded(Query) does then, except the QUERY_ON it emits: the driver times the request itself.
+   */
+  plainQuery(): void {
+    this.awaitingReady = 1;
+    this.statementForwarded();
+  }
+
+  /** The plain lane: exactly one request is out, and nothing else (no sequence unsynced, no answers of the pooler's, no session state touched). */
+  get plainOutstanding(): boolean {
+    return this.awaitingReady === 1 && !this.unsynced && this.ownersHead === this.owners.length && !this.dirty;
+  }
+
+  /** The plain lane: its ReadyForQuery 'I' came. What ready() does then, except the QUERY_OFF it emits. */
+  plainReady(): void {
+    this.status = 'I';
+    this.awaitingReady = 0;
+    this.queriesAnswered++;
   }
 
   /** What the pool needs to know to take the backend back; `extraPending`: more answers are owed elsewhere. */

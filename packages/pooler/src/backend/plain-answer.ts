@@ -1,0 +1,39 @@
+// The plain lane's look at a server read (driver/plain-lane.md): is it a whole answer that the
+// client session only forwards, ending the request? Headers only: no decoder, no message objects.
+import { MessageType } from '@quicpool/wire';
+
+const { RowDescription, DataRow, CommandComplete, NoticeResponse, ReadyForQuery } = MessageType;
+/** The transaction status byte of ReadyForQuery 'I' (idle). */
+const IDLE = 0x49;
+
+/**
+ * Is `chunk[0, length)` whole messages, each a RowDescription, DataRow, NoticeResponse or
+ * CommandComplete other than RESET's and DISCARD's (those the session looks at, see
+ * session/pass-through.ts), then one ReadyForQuery 'I' at the very end? Anything else
+ * (a split message, an error, a ParameterStatus, COPY ...) is the decoder's, as always.
+ */
+export function isPlainAnswer(chunk: Buffer, length: number): boolean {
+  for (let i = 0; i + 5 <= length; ) {
+    const type = chunk[i]!;
+    const size = (chunk[i + 1]! << 24) | (chunk[i + 2]! << 16) | (chunk[i + 3]! << 8) | chunk[i + 4]!;
+    const end = i + 1 + size;
+    if (size < 4 || end > length) return false;
+    switch (type) {
+      case ReadyForQuery:
+        return size === 5 && end === length && chunk[i + 5] === IDLE;
+      case CommandComplete: {
+        const tag = chunk[i + 5];
+        if (size === 4 || tag === 0x52 /* R */ || tag === 0x44 /* D */) return false;
+        break;
+      }
+      case RowDescription:
+      case DataRow:
+      case NoticeResponse:
+        break;
+      default:
+        return false;
+    }
+    i = end;
+  }
+  return false;
+}
