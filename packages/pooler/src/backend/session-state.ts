@@ -2,7 +2,7 @@
 // server's session, so it outlives each client's link to it (a statement prepared there stays).
 // The sessions keep it up to date; the pool and a client's RESET mark it unknown, through
 // settingsReset.
-import type { BackendStatements } from '../prepared/statement-cache.js';
+import { BackendStatements } from '../prepared/statement-cache.js';
 
 export class ServerSessionState {
   /**
@@ -19,6 +19,11 @@ export class ServerSessionState {
   readonly unreported = { values: new Map<string, string>(), known: true };
   /** The statements prepared there (made at a routing session's first attach). */
   statements: BackendStatements | undefined = undefined;
+
+  /** `statements`, made now if need be (an LRU of `limit` statements, default 1000). */
+  statementsFor(limit: number | undefined): BackendStatements {
+    return (this.statements ??= new BackendStatements(limit ?? 1000));
+  }
 
   /** The server's settings were reset (the pool's reset query, a client's RESET ALL or DISCARD ALL). */
   settingsReset(): void {

@@ -43,13 +43,16 @@ describe('transaction pooling', () => {
     } finally {
       await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
     }
-    expect(pids.size).toBeLessThanOrEqual(10);
-    expect(pids.size).toBeGreaterThan(1);
     await withClient(p.clientConfig(), async (c) => {
       expect((await c.query('select count(*)::int as n from pooling_test')).rows[0].n).toBe(600);
     });
-    const pool = p.pooler.stats().pools.find((x) => x.user === pgInfo.user);
-    expect(pool!.connectsTotal).toBeLessThanOrEqual(10);
+    // Ten server connections at most at any time. With several workers the budget may move
+    // between them while clients wait in both (a connection closed in one, one opened in the
+    // other: docs/workers.md): each move is one closed and one more opened.
+    const pool = p.pooler.stats().pools.find((x) => x.user === pgInfo.user)!;
+    expect(pids.size).toBeLessThanOrEqual(10 + pool.closedTotal);
+    expect(pids.size).toBeGreaterThan(1);
+    expect(pool.connectsTotal).toBeLessThanOrEqual(10 + pool.closedTotal);
   }, 60_000);
 
   it("keeps a transaction's writes invisible to other clients until commit", async () => {
