@@ -1,4 +1,4 @@
-// Why reading a client is paused: bits, several may hold at once (see ClientConnection.pause).
+// Why reading a client is paused: bits, several may hold at once (see SessionDriver.pause).
 
 export const PAUSED_WAITING = 1;
 export const PAUSED_BACKEND_FULL = 2;

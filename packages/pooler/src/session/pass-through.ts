@@ -9,10 +9,10 @@ export function sessionLooksAt(type: number, buffer: Buffer, start: number): boo
     case MessageType.ErrorResponse:
     case MessageType.ParameterStatus:
     case MessageType.ReadyForQuery:
-    case MessageType.CopyInResponse: // the Syncs it makes the backend ignore: see ClientSession.onBackendMessage
+    case MessageType.CopyInResponse: // the Syncs it makes the backend ignore: see SessionMachine.onBackendMessage
       return true;
     case MessageType.CommandComplete: {
-      const tag = buffer[start + 5]; // RESET ALL and DISCARD ALL: see ClientSession.deliver
+      const tag = buffer[start + 5]; // RESET ALL and DISCARD ALL: see SessionMachine.deliver
       return tag === 0x52 || tag === 0x44;
     }
     default:
