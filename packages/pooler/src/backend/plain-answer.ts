@@ -7,9 +7,9 @@ const { RowDescription, DataRow, CommandComplete, NoticeResponse, ReadyForQuery 
 const IDLE = 0x49;
 
 /**
- * Is `chunk[0, length)` whole messages, each a RowDescription, DataRow, NoticeResponse or
- * CommandComplete other than RESET's and DISCARD's (those the session looks at, see
- * session/pass-through.ts), then one ReadyForQuery 'I' at the very end? Anything else
+ * Is `chunk[0, length)` whole messages, each a RowDescription, DataRow, NoticeResponse or a
+ * CommandComplete whose tag does not start with R or D (RESET and DISCARD ALL are the session's
+ * to see, session/pass-through.ts), then one ReadyForQuery 'I' at the very end? Anything else
  * (a split message, an error, a ParameterStatus, COPY ...) is the decoder's, as always.
  */
 export function isPlainAnswer(chunk: Buffer, length: number): boolean {

@@ -55,7 +55,6 @@ export type PoolUpstreamEvent =
   /** The pool logs in to another host now (target_session_attrs, failover). */
   | { readonly type: 'hostChanged'; readonly from: string; readonly to: string; readonly why: string };
 
-
 export interface PoolDependencies {
   readonly clock: Clock;
   readonly connect: (login: BackendLogin) => Promise<BackendConnection>;
