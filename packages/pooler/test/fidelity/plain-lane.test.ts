@@ -48,10 +48,10 @@ const CLIENTS = 3;
 /** One round: some clients each send a request, all at once; the round ends when all are answered. */
 const round = fc.array(fc.record({ client: fc.nat(CLIENTS - 1), request: fc.nat(REQUESTS.length - 1) }), { minLength: 1, maxLength: CLIENTS });
 
+const config = { pool: { poolMode: 'transaction' as const, poolSize: 2, queryWaitTimeoutMs: 30_000 } };
 let lane: TestPooler;
 let machine: TestPooler;
 beforeAll(async () => {
-  const config = { pool: { poolMode: 'transaction' as const, poolSize: 2, queryWaitTimeoutMs: 30_000 } };
   lane = await startPooler(config, { plainLane: true });
   machine = await startPooler(config, { plainLane: false });
 });
@@ -136,6 +136,23 @@ describe('the plain lane', () => {
     expect(after.xacts - before.xacts).toBe(100);
     expect(after.plain - before.plain).toBe(100);
     expect(after.queries - before.queries).toBe(100);
+  });
+
+  it('is off in a pooler made while the environment says QUICPOOL_PLAIN_LANE=0 (the daemon\'s switch)', async () => {
+    process.env['QUICPOOL_PLAIN_LANE'] = '0';
+    const off = await startPooler(config).finally(() => delete process.env['QUICPOOL_PLAIN_LANE']);
+    try {
+      const c = await RawClient.connect(off.port, pgInfo.trustUser, pgInfo.database);
+      for (let i = 0; i < 3; i++) {
+        c.send([q('select 1 as a')]);
+        expect(summary(await c.until(1))).toEqual(['RowDescription:a', 'DataRow:1', 'CommandComplete', 'ReadyForQuery']);
+      }
+      c.close();
+      await until(() => off.pooler.stats().clients === 0);
+      expect(totals(off)).toMatchObject({ xacts: 3, queries: 3, plain: 0 });
+    } finally {
+      await off.close();
+    }
   });
 
   it('leaves a pinned session to the session machine', async () => {
