@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrontendMessage } from '@quicpool/wire';
 import { pgInfo, startPooler } from '../support/pooler-helpers.js';
 import type { TestPooler } from '../support/pooler-helpers.js';
+import { startFidelityPooler } from './helpers.js';
 import { RawClient, summary } from './raw-client.js';
 
 const q = (query: string): FrontendMessage => ({ type: 'Query', query });
@@ -136,6 +137,27 @@ describe('the plain lane', () => {
     expect(after.xacts - before.xacts).toBe(100);
     expect(after.plain - before.plain).toBe(100);
     expect(after.queries - before.queries).toBe(100);
+  });
+
+  it('carries QUIC session streams as it carries sockets', async () => {
+    const f = await startFidelityPooler({ poolMode: 'transaction', poolSize: 2 });
+    try {
+      const clients = await Promise.all(Array.from({ length: 4 }, async () => RawClient.over(await f.open('quic'), pgInfo.trustUser, pgInfo.database)));
+      for (let i = 0; i < 10; i++) {
+        for (const c of clients) c.send([q(`select ${i} as a`)]);
+        for (const c of clients) expect(summary(await c.until(1))).toEqual(['RowDescription:a', `DataRow:${i}`, 'CommandComplete', 'ReadyForQuery']);
+      }
+      for (const c of clients) c.close();
+      const pools = f.pooler.stats().pools;
+      const xacts = pools.reduce((n, p) => n + p.xactCountTotal, 0);
+      const plain = pools.reduce((n, p) => n + p.plainXactCountTotal, 0);
+      expect(xacts).toBe(40);
+      // All but each server connection's first lending (which compares the parameters): with two
+      // workers the connections may move between them, each move one more first lending.
+      expect(plain).toBeGreaterThan(30);
+    } finally {
+      await f.close();
+    }
   });
 
   it('is off in a pooler made while the environment says QUICPOOL_PLAIN_LANE=0 (the daemon\'s switch)', async () => {
