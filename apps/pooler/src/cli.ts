@@ -204,13 +204,15 @@ async function cert(argv: string[]): Promise<number> {
 
 /**
  * "quicpool 0.2.0 (Node.js v20.20.2, node flags: --initial-old-space-size=64)", then the
- * transport's fast paths and whether each is on with this Node ("fast paths: tcpDirectWrite on, ...").
+ * transport's fast paths and whether each is on with this Node ("fast paths: tcpDirectWrite on, ..."),
+ * and the pooler's plain lane (packages/pooler/src/driver/plain-lane.md).
  */
 async function versionLines(): Promise<string> {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
   const flags = process.execArgv.length > 0 ? process.execArgv.join(' ') : 'none';
   const { fastPathsLine } = await import('@quicpool/transport');
-  return `quicpool ${manifest.version ?? '(unknown version)'} (Node.js ${process.version}, node flags: ${flags})\nfast paths: ${fastPathsLine()}`;
+  const { plainLaneLine } = await import('@quicpool/pooler');
+  return `quicpool ${manifest.version ?? '(unknown version)'} (Node.js ${process.version}, node flags: ${flags})\nfast paths: ${fastPathsLine()}, ${plainLaneLine()}`;
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -2,7 +2,7 @@
 // thread or as worker threads (serve/, workers/) -> metrics -> signals. Holds no pooling logic: it
 // assembles packages and answers for the daemon (RELOAD, SHUTDOWN, SHOW CONFIG).
 import { join } from 'node:path';
-import { ConfigError, MAX_WORKERS, resolvePoolerConfig } from '@quicpool/pooler';
+import { ConfigError, MAX_WORKERS, plainLaneLine, resolvePoolerConfig } from '@quicpool/pooler';
 import type { ConfigRow, PoolerConfig } from '@quicpool/pooler';
 import { fastPathsLine } from '@quicpool/transport';
 import { devCertificates, loadCertificateFiles, readClientCa } from './certs.js';
@@ -288,7 +288,7 @@ function printBanner(b: {
   lines.push(`Listening: tcp ${connectHost}:${b.tcpPort}${b.quicPort === undefined ? '' : `, quic (udp) ${connectHost}:${b.quicPort}`}`);
   const quicWorkers = b.layout.quic === 'off' ? '' : `, QUIC ${b.layout.quic}`;
   lines.push(`Workers:  ${b.layout.count === 1 ? '1 (in the main thread)' : `${b.layout.count} threads on the same ports${quicWorkers}`}; SHOW WORKERS in the admin console${b.layout.note === null ? '' : ` (${b.layout.note})`}`);
-  lines.push(`Fast paths: ${fastPathsLine()}`);
+  lines.push(`Fast paths: ${fastPathsLine()}, ${plainLaneLine()}`);
   if (b.cert.caPath !== undefined) lines.push(`CA:       ${b.cert.caPath} (development certificate, server name localhost)`);
   lines.push(`Fingerprint (SHA-256): ${b.cert.fingerprint}`, 'Press Ctrl-C to stop (twice: at once).');
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -19,13 +19,15 @@ describe('bin/quicpool', () => {
     const out = execFileSync(link, ['--version'], { env, encoding: 'utf8' });
     expect(out).toMatch(/^quicpool \d+\.\d+\.\d+ \(Node\.js v\d+\.\d+\.\d+, node flags: --initial-old-space-size=64\)\n/);
     // The transport's fast paths, all on with this Node (packages/transport/test/fast-paths.test.ts).
-    expect(out).toMatch(/\nfast paths: tcpDirectWrite on, tcpReadInto on, udpBatched on\n$/);
+    expect(out).toMatch(/\nfast paths: tcpDirectWrite on, tcpReadInto on, udpBatched on, plainLane on\n$/);
     expect(out).toContain(process.version);
   });
 
   it('--version says which fast path is off, and why', () => {
     const out = execFileSync(bin, ['--version'], { env: { ...process.env, QUICPOOL_TCP_READ_INTO: '0' }, encoding: 'utf8' });
-    expect(out).toMatch(/\nfast paths: tcpDirectWrite on, tcpReadInto OFF \(QUICPOOL_TCP_READ_INTO=0\), udpBatched on\n$/);
+    expect(out).toMatch(/\nfast paths: tcpDirectWrite on, tcpReadInto OFF \(QUICPOOL_TCP_READ_INTO=0\), udpBatched on, plainLane on\n$/);
+    const off = execFileSync(bin, ['--version'], { env: { ...process.env, QUICPOOL_PLAIN_LANE: '0' }, encoding: 'utf8' });
+    expect(off).toMatch(/, plainLane OFF \(QUICPOOL_PLAIN_LANE=0\)\n$/);
   });
 
   it('adds the node flags of QUICPOOL_NODE_FLAGS, also those NODE_OPTIONS refuses', () => {

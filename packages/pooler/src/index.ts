@@ -4,7 +4,7 @@ export { resolvePoolerConfig, ConfigError } from './config/pooler-config.js';
 export type { AuthMethod, AuthQueryConfig, DatabaseConfig, EarlyDataPolicy, PoolerConfig, ResolvedPoolerConfig, ResolvedUser, ServerConfig, ServerTlsConfig, UserConfig } from './config/pooler-config.js';
 export type { TargetSessionAttrs } from './backend/server-role.js';
 export { TARGET_SESSION_ATTRS } from './backend/server-role.js';
-export { createPooler } from './server.js';
+export { createPooler, plainLaneLine } from './server.js';
 export { mergeViews } from './core/merge-views.js';
 export { MAX_WORKERS, SharedCounts } from './workers/shared-counts.js';
 export type { PoolerWorker } from './workers/worker.js';

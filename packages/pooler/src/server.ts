@@ -83,8 +83,16 @@ export interface PoolerOptions {
   readonly plainLane?: boolean;
 }
 
+/** The plain lane's default in this process: on unless the environment says QUICPOOL_PLAIN_LANE=0. */
+const plainLaneByDefault = (): boolean => process.env['QUICPOOL_PLAIN_LANE'] !== '0';
+
+/** "plainLane on", or off and why: for `quicpool --version` and the daemon's banner, beside the transport's fast paths. */
+export function plainLaneLine(): string {
+  return plainLaneByDefault() ? 'plainLane on' : 'plainLane OFF (QUICPOOL_PLAIN_LANE=0)';
+}
+
 function makeCores(config: ResolvedPoolerConfig, clock: Clock, o: PoolerOptions): PoolerCore[] {
-  const lane = o.plainLane ?? process.env['QUICPOOL_PLAIN_LANE'] !== '0';
+  const lane = o.plainLane ?? plainLaneByDefault();
   if (o.worker !== undefined) {
     if (o.workers !== undefined && o.workers !== 1) throw new RangeError('worker and workers exclude each other');
     return [new PoolerCore(config, clock, o.worker, lane)];
