@@ -13,6 +13,11 @@ import {
  * the message arrived inside one chunk. `type` is the Byte1 type code, or 0 for a
  * startup-phase packet (StartupMessage, SSLRequest, GSSENCRequest, CancelRequest).
  */
+/** The Int32 length field of the typed message whose type byte is `buf[at]` (it counts itself and the body). */
+export function messageLength(buf: Uint8Array, at: number): number {
+  return (buf[at + 1]! << 24) | (buf[at + 2]! << 16) | (buf[at + 3]! << 8) | buf[at + 4]!;
+}
+
 export interface RawMessage {
   readonly type: number;
   readonly bytes: Buffer;
@@ -194,7 +199,7 @@ export class Framer {
       const limit = this.limits[type]!;
       if (limit === 0) this.unknownType(type, this.bufOffset + pos);
       if (avail >= 5) {
-        const len = (buf[pos + 1]! << 24) | (buf[pos + 2]! << 16) | (buf[pos + 3]! << 8) | buf[pos + 4]!;
+        const len = messageLength(buf, pos);
         if (len < 4 || len > limit) this.badLength(type, len, limit, this.bufOffset + pos + 1);
         const next = pos + len + 1;
         if (next <= this.bufEnd) {

@@ -10,6 +10,7 @@ export {
   DEFAULT_MAX_MESSAGE_SIZE,
   DEFAULT_MAX_STARTUP_PACKET_SIZE,
   SMALL_MESSAGE_LIMIT,
+  messageLength,
 } from './frame.js';
 export type { RawMessage, DecoderLimits } from './frame.js';
 /** `buf[start, end)` as a Buffer sharing its memory (subarray without its checks; for forwarding runs of framed messages). */

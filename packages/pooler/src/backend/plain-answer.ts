@@ -1,6 +1,6 @@
 // The plain lane's look at a server read (driver/plain-lane.md): is it a whole answer that the
 // client session only forwards, ending the request? Headers only: no decoder, no message objects.
-import { MessageType } from '@quicpool/wire';
+import { messageLength, MessageType } from '@quicpool/wire';
 
 const { RowDescription, DataRow, CommandComplete, NoticeResponse, ReadyForQuery } = MessageType;
 /** The transaction status byte of ReadyForQuery 'I' (idle). */
@@ -15,7 +15,7 @@ const IDLE = 0x49;
 export function isPlainAnswer(chunk: Buffer, length: number): boolean {
   for (let i = 0; i + 5 <= length; ) {
     const type = chunk[i]!;
-    const size = (chunk[i + 1]! << 24) | (chunk[i + 2]! << 16) | (chunk[i + 3]! << 8) | chunk[i + 4]!;
+    const size = messageLength(chunk, i);
     const end = i + 1 + size;
     if (size < 4 || end > length) return false;
     switch (type) {

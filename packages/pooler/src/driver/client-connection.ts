@@ -2,10 +2,9 @@
 // of one plain Query, in transaction pooling, goes from the client's read to a server connection
 // and its answer back without the session machine's events, in the steps the machine's own
 // shortcuts allow (session/client-session.ts); here is their I/O.
-import { bufferView, MessageType } from '@quicpool/wire';
+import { bufferView, messageLength, MessageType } from '@quicpool/wire';
 import type { Backend } from '../backend/backend.js';
 import { CLEAN_RELEASE } from '../session/transaction.js';
-import { PAUSED_BACKEND_FULL } from './read-pauses.js';
 import { SessionDriver } from './session-driver.js';
 
 export class ClientConnection extends SessionDriver {
@@ -17,11 +16,11 @@ export class ClientConnection extends SessionDriver {
   protected plainQuery(chunk: Buffer, length: number): boolean {
     const pool = this.pool;
     if (pool === null || !this.core.plainLane || this.paused !== 0 || this.ended || this.events.busy || chunk[0] !== MessageType.Query || length < 6 || this.decoder.bufferedBytes !== 0) return false;
-    const size = (chunk[1]! << 24) | (chunk[2]! << 16) | (chunk[3]! << 8) | chunk[4]!;
+    const size = messageLength(chunk, 0);
     if (size + 1 !== length || size > this.core.config.maxMessageSize) return false;
     if (!this.session.plainHold(length === chunk.length ? chunk : chunk.subarray(0, length))) return false;
     this.decoder.skip(length);
-    this.timers.set('clientIdle', false);
+    this.setTimer('clientIdle', false);
     this.requestBackend(pool);
     return true;
   }
@@ -30,8 +29,7 @@ export class ClientConnection extends SessionDriver {
   protected plainAttach(b: Backend): boolean {
     const query = this.events.busy || !this.core.plainLane ? null : this.session.plainAttach(b);
     if (query === null) return false;
-    this.traffic.requestsOut(true, this.core.clock.now());
-    this.timers.set('query', true);
+    this.setTimer('query', true);
     this.toBackend(b, query, true);
     return true;
   }
@@ -43,19 +41,12 @@ export class ClientConnection extends SessionDriver {
    * session's actions would do (timers, traffic), and true. Else false, with nothing done.
    */
   plainAnswer(chunk: Buffer, length: number): boolean {
-    const b = this.backend;
-    const pool = this.pool;
-    if (b === null || pool === null || this.events.busy || !this.core.plainLane || !this.session.plainAnswered()) return false;
-    this.traffic.requestsOut(false, this.core.clock.now());
-    this.timers.set('query', false);
+    if (this.backend === null || this.pool === null || this.events.busy || !this.core.plainLane || !this.session.plainAnswered()) return false;
+    this.setTimer('query', false);
     this.toClient(length === chunk.length ? chunk : bufferView(chunk, 0, length), true);
-    this.backend = null;
-    this.resumeBackend();
-    this.resume(PAUSED_BACKEND_FULL);
     this.traffic.plainXacts++;
-    this.traffic.report(pool, this.session.queriesAnswered);
-    pool.release(b, CLEAN_RELEASE);
-    this.timers.set('clientIdle', true);
+    this.releaseBackend(CLEAN_RELEASE);
+    this.setTimer('clientIdle', true);
     return true;
   }
 }

@@ -24,7 +24,7 @@ import type { BatchedWriter } from '../runtime/write-batcher.js';
 import type { Pool } from '../pool/pool.js';
 import { ClientSession } from '../session/client-session.js';
 import { CLEAN_RELEASE } from '../session/transaction.js';
-import type { CancelKey, EncodedError, SessionAction, SessionEvent } from '../session/types.js';
+import type { CancelKey, EncodedError, ReleaseFacts, SessionAction, SessionEvent, SessionTimer } from '../session/types.js';
 
 /** A client that does not read after we ended its stream is cut off after this long. */
 const CLOSE_LINGER_MS = 5_000;
@@ -46,7 +46,7 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
   protected ended = false;
   protected paused = 0;
   private backendPaused: Backend | null = null;
-  protected readonly timers: SessionTimers;
+  private readonly timers: SessionTimers;
   /** The pool key this session was admitted to, released once when it ends. */
   private admittedKey: string | null = null;
   private readonly connectedAt = Date.now();
@@ -177,9 +177,8 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
     });
   }
 
-  /** The plain lane (client-connection.ts): `chunk[0, length)` went to a backend at once (true), or nothing was done. */
+  /** The plain lane (client-connection.ts): the read, or the backend, was taken at once (true), or nothing was done. */
   protected abstract plainQuery(chunk: Buffer, length: number): boolean;
-  /** The plain lane: `b` took the one Query held, at once (true), or nothing was done. */
   protected abstract plainAttach(b: Backend): boolean;
 
   // --- the machine -----------------------------------------------------------------------------
@@ -217,20 +216,10 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
       case 'withdrawRequest':
         this.pool?.withdraw(this);
         return;
-      case 'releaseBackend': {
-        const b = this.backend;
-        if (b === null || this.pool === null) return;
-        this.backend = null;
-        this.resumeBackend();
-        this.resume(PAUSED_BACKEND_FULL);
-        this.traffic.report(this.pool, this.session.queriesAnswered);
-        this.pool.release(b, a.facts);
-        return;
-      }
+      case 'releaseBackend':
+        return this.releaseBackend(a.facts);
       case 'timer':
-        // The 'query' timer runs exactly while requests are out: it times the pool's query totals.
-        if (a.timer === 'query') this.traffic.requestsOut(a.armed, this.core.clock.now());
-        return this.timers.set(a.timer, a.armed);
+        return this.setTimer(a.timer, a.armed);
       case 'close':
         return this.end();
       default: {
@@ -270,11 +259,8 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
   // --- Waiter (the pool's client) --------------------------------------------------------------
 
   onBackend(b: Backend): void {
-    if (this.ended) {
-      // Lost the race with our own end: give it straight back, untouched.
-      this.pool?.release(b, CLEAN_RELEASE);
-      return;
-    }
+    // Lost the race with our own end: give it straight back, untouched.
+    if (this.ended) return this.pool?.release(b, CLEAN_RELEASE);
     this.backend = b;
     this.resume(PAUSED_WAITING);
     if (!this.plainAttach(b)) this.dispatch({ type: 'backendAttached', backend: b });
@@ -299,10 +285,25 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
 
   protected requestBackend(pool: Pool): void {
     pool.acquire(this);
-    // Only a real wait with much queued pauses the client (see WAITING_PAUSE_BYTES; onData checks
-    // again). A backend handed over at once is already here, its attach maybe queued behind this
-    // action (the phase still says 'waiting'): a pause now would never be undone.
+    // Only a real wait with much queued pauses the client (WAITING_PAUSE_BYTES; onData checks again):
+    // a backend handed over at once is here already, its attach maybe queued (phase still 'waiting').
     if (this.backend === null && this.session.phase === 'waiting' && this.session.pendingBytes >= WAITING_PAUSE_BYTES) this.pause(PAUSED_WAITING);
+  }
+
+  protected releaseBackend(facts: ReleaseFacts): void {
+    const b = this.backend;
+    if (b === null || this.pool === null) return;
+    this.backend = null;
+    this.resumeBackend();
+    this.resume(PAUSED_BACKEND_FULL);
+    this.traffic.report(this.pool, this.session.queriesAnswered);
+    this.pool.release(b, facts);
+  }
+
+  protected setTimer(timer: SessionTimer, armed: boolean): void {
+    // The 'query' timer runs exactly while requests are out: it times the pool's query totals.
+    if (timer === 'query') this.traffic.requestsOut(armed, this.core.clock.now());
+    this.timers.set(timer, armed);
   }
 
   /** `now`: written at once rather than at the end of the read (the plain lane: nothing else goes there in it). */
@@ -332,7 +333,7 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
 
   // --- reading pauses, traffic, timers ---------------------------------------------------------
 
-  protected resumeBackend(): void {
+  private resumeBackend(): void {
     const b = this.backendPaused;
     this.backendPaused = null;
     b?.resume();
@@ -344,7 +345,7 @@ export abstract class SessionDriver implements Waiter, ClientHandle {
     this.stream.pause();
   }
 
-  protected resume(reason: number): void {
+  private resume(reason: number): void {
     if ((this.paused & reason) === 0) return;
     this.paused &= ~reason;
     if (this.paused === 0 && !this.ended) this.stream.resume();

@@ -173,12 +173,7 @@ export class BatchedWriter {
       this.flush();
       return !this.full;
     }
-    if (bytes.length <= COPY_AT_MOST && this.holds()) {
-      this.accepted(this.put(Buffer.from(bytes)));
-    } else {
-      this.accepted(this.put(bytes));
-      if (this.holds()) this.batcher.kept = true;
-    }
+    this.send(bytes, true);
     return !this.full;
   }
 
@@ -199,16 +194,23 @@ export class BatchedWriter {
     // A destroyed stream drops what it is given; an ended one would fail the write with an error
     // (the pooler ends its streams through end() below, so this needs no Writable getter).
     if (this.ended) return;
-    // A view of memory the caller may reuse (a server's read buffer), going to a stream that keeps
-    // what it is given (TLS, a backlog): a small one is copied, so the read buffer stays reusable
-    // instead of the next read costing a new one (at 1,000 answers/s to TLS clients that was 64 MB/s
-    // of ArrayBuffers, and a full GC every second).
-    if (n === 0 && chunk.length <= COPY_AT_MOST && this.holds()) {
+    this.send(chunk, n === 0);
+  }
+
+  /**
+   * `chunk` to the stream. `callers`: it is a caller's buffer (maybe a view of memory the caller
+   * reuses, a server's read buffer), not a concatenation of ours. Such a view going to a stream
+   * that keeps what it is given (TLS, a backlog) is copied when small, so the read buffer stays
+   * reusable instead of the next read costing a new one (at 1,000 answers/s to TLS clients that
+   * was 64 MB/s of ArrayBuffers, and a full GC every second); a large one keeps its bytes.
+   */
+  private send(chunk: Buffer, callers: boolean): void {
+    if (callers && chunk.length <= COPY_AT_MOST && this.holds()) {
       this.accepted(this.put(Buffer.from(chunk)));
       return;
     }
     this.accepted(this.put(chunk));
-    if (n === 0 && this.holds()) this.batcher.kept = true;
+    if (callers && this.holds()) this.batcher.kept = true;
   }
 
   /** Whether the stream may still reference what was written to it. */
