@@ -203,7 +203,7 @@ async function cert(argv: string[]): Promise<number> {
 }
 
 /**
- * "quicpool 0.2.0 (Node.js v20.20.2, node flags: --initial-old-space-size=64)", then the
+ * "quicpool 0.2.0 (Node.js v20.20.2, node flags: --initial-old-space-size=64 ...)", then the
  * transport's fast paths and whether each is on with this Node ("fast paths: tcpDirectWrite on, ..."),
  * and the pooler's plain lane (packages/pooler/src/driver/plain-lane.md).
  */

@@ -191,11 +191,6 @@ export class Pool implements BudgetedPool {
     else this.refill();
   }
 
-  /** True while `w` is queued for a backend (not served, withdrawn or failed yet). */
-  isWaiting(w: Waiter): boolean {
-    return this.waits.has(w);
-  }
-
   /** Gives an 'active' backend to a waiter (served at once or after waiting `waitMs`). */
   private deliver(w: Waiter, b: Backend, now: number, waitMs: number): void {
     b.link = new Link(w, now, waitMs);
@@ -280,10 +275,11 @@ export class Pool implements BudgetedPool {
     if (this.waits.size > 0 && !this.paused) {
       // Inside a read cycle this is the release's own reading (the pooler's clock is a CycleClock).
       const now = this.deps.clock.now();
-      const next = this.waits.shift(now)!;
+      const waitedMs = now - this.waits.oldestSince();
+      const next = this.waits.shift()!;
       if (this.waits.size === 0) this.budget?.satisfied();
       this.lists.move(b, 'active');
-      return this.deliver(next.waiter, b, now, next.waitedMs);
+      return this.deliver(next, b, now, waitedMs);
     }
     // A new backend is born 'idle' in no list; lists.move puts it in (and never twice).
     if (!fromIdle) this.lists.move(b, 'idle');
