@@ -41,6 +41,7 @@ export class WaitQueue {
     return this.count;
   }
 
+  /** `w` waits from `now`. A waiter is added once per wait: a session asks for a backend only from idle, and again only after it was served, failed or withdrew. */
   add(w: Waiter, now: number): void {
     this.waiters.push(w);
     this.since.push(now);
