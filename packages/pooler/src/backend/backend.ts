@@ -12,7 +12,6 @@ import { ROLE_PARAMETERS, roleFromParameters } from './server-role.js';
 import type { ServerRole } from './server-role.js';
 import { ServerSessionState } from './session-state.js';
 import type { Link, Waiter } from './link.js';
-import { isPlainAnswer } from './plain-answer.js';
 
 export type BackendState =
   /** In the pool, free. */
@@ -186,11 +185,11 @@ export class Backend {
     if (!unreferenced || this.decoder.bufferedBytes > 0) input.retain();
   }
 
-  /** A whole answer its client only forwards, ending in ReadyForQuery 'I': the client may take it at once (see Waiter.plainAnswer). */
+  /** A read that starts at a message boundary: the client may take it at once as its whole answer (see Waiter.plainAnswer). */
   private plainAnswer(chunk: Buffer, length: number): boolean {
     if (this.state !== 'active' || this.decoder.bufferedBytes !== 0) return false;
     const client = this.link?.client;
-    if (client?.plainAnswer === undefined || !isPlainAnswer(chunk, length) || !client.plainAnswer(chunk, length)) return false;
+    if (client?.plainAnswer === undefined || !client.plainAnswer(chunk, length)) return false;
     this.decoder.skip(length);
     return true;
   }

@@ -22,9 +22,9 @@ export interface Waiter {
    */
   passesThrough?(type: number, buffer: Buffer, start: number): boolean;
   /**
-   * The plain lane (driver/plain-lane.md): `chunk[0, length)` is one server read that
-   * isPlainAnswer accepted. True when the client took it as the whole answer it was owed (and
-   * gave the backend back); false, with nothing done, when the messages must go the usual way.
+   * The plain lane (driver/plain-lane.md): `chunk[0, length)` is one server read, from a message
+   * boundary. True when the client took it as the whole answer it was owed (and gave the backend
+   * back); false, with nothing done, when the messages must go the usual way.
    */
   plainAnswer?(chunk: Buffer, length: number): boolean;
   /** One or more whole messages that passesThrough accepted, adjacent in the order received. */

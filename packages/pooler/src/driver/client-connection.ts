@@ -4,6 +4,7 @@
 // shortcuts allow (session/client-session.ts); here is their I/O.
 import { bufferView, messageLength, MessageType } from '@quicpool/wire';
 import type { Backend } from '../backend/backend.js';
+import { isPlainAnswer } from '../session/plain-answer.js';
 import { CLEAN_RELEASE } from '../session/transaction.js';
 import { SessionDriver } from './session-driver.js';
 
@@ -18,7 +19,7 @@ export class ClientConnection extends SessionDriver {
     if (pool === null || !this.core.plainLane || this.paused !== 0 || this.ended || this.events.busy || chunk[0] !== MessageType.Query || length < 6 || this.decoder.bufferedBytes !== 0) return false;
     const size = messageLength(chunk, 0);
     if (size + 1 !== length || size > this.core.config.maxMessageSize) return false;
-    if (!this.session.plainHold(length === chunk.length ? chunk : chunk.subarray(0, length))) return false;
+    if (!this.session.plainHold(length === chunk.length ? chunk : bufferView(chunk, 0, length))) return false;
     this.decoder.skip(length);
     this.setTimer('clientIdle', false);
     this.requestBackend(pool);
@@ -35,13 +36,13 @@ export class ClientConnection extends SessionDriver {
   }
 
   /**
-   * The backend's read `chunk[0, length)` is a whole answer of messages this client only forwards,
-   * ending in ReadyForQuery 'I' (Backend checked, see backend/plain-answer.ts). When it is all the
-   * session was owed, it goes to the client, the backend back to the pool, with what the
-   * session's actions would do (timers, traffic), and true. Else false, with nothing done.
+   * The backend's read `chunk[0, length)`: when it is a whole answer of messages this client only
+   * forwards, ending in ReadyForQuery 'I' (session/plain-answer.ts), and all the session was owed,
+   * it goes to the client, the backend back to the pool, with what the session's actions would do
+   * (timers, traffic), and true. Else false, with nothing done.
    */
   plainAnswer(chunk: Buffer, length: number): boolean {
-    if (this.backend === null || this.pool === null || this.events.busy || !this.core.plainLane || !this.session.plainAnswered()) return false;
+    if (this.backend === null || this.pool === null || this.events.busy || !this.core.plainLane || !isPlainAnswer(chunk, length) || !this.session.plainAnswered()) return false;
     this.setTimer('query', false);
     this.toClient(length === chunk.length ? chunk : bufferView(chunk, 0, length), true);
     this.traffic.plainXacts++;

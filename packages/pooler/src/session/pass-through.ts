@@ -1,6 +1,7 @@
 // Backend messages a session always looks at itself, whatever its state: everything else may
 // pass to the client without an event when the session has nothing else to do with it
-// (ClientSession.passesThrough, and the statement router's own test after this one).
+// (SessionMachine.passesThrough, and the statement router's own test after this one; the plain
+// lane's answer check, plain-answer.ts).
 import { MessageType } from '@quicpool/wire';
 
 /** The message at `buffer[start, ...)` needs the session (no pass-through). */

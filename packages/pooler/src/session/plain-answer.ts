@@ -1,6 +1,7 @@
 // The plain lane's look at a server read (driver/plain-lane.md): is it a whole answer that the
 // client session only forwards, ending the request? Headers only: no decoder, no message objects.
 import { messageLength, MessageType } from '@quicpool/wire';
+import { sessionLooksAt } from './pass-through.js';
 
 const { RowDescription, DataRow, CommandComplete, NoticeResponse, ReadyForQuery } = MessageType;
 /** The transaction status byte of ReadyForQuery 'I' (idle). */
@@ -8,9 +9,9 @@ const IDLE = 0x49;
 
 /**
  * Is `chunk[0, length)` whole messages, each a RowDescription, DataRow, NoticeResponse or a
- * CommandComplete whose tag does not start with R or D (RESET and DISCARD ALL are the session's
- * to see, session/pass-through.ts), then one ReadyForQuery 'I' at the very end? Anything else
- * (a split message, an error, a ParameterStatus, COPY ...) is the decoder's, as always.
+ * CommandComplete the session does not look at (RESET and DISCARD ALL are its to see:
+ * sessionLooksAt), then one ReadyForQuery 'I' at the very end? Anything else (a split message,
+ * an error, a ParameterStatus, COPY ...) is the decoder's, as always.
  */
 export function isPlainAnswer(chunk: Buffer, length: number): boolean {
   for (let i = 0; i + 5 <= length; ) {
@@ -21,11 +22,9 @@ export function isPlainAnswer(chunk: Buffer, length: number): boolean {
     switch (type) {
       case ReadyForQuery:
         return size === 5 && end === length && chunk[i + 5] === IDLE;
-      case CommandComplete: {
-        const tag = chunk[i + 5];
-        if (size === 4 || tag === 0x52 /* R */ || tag === 0x44 /* D */) return false;
+      case CommandComplete:
+        if (size === 4 || sessionLooksAt(type, chunk, i)) return false;
         break;
-      }
       case RowDescription:
       case DataRow:
       case NoticeResponse:
